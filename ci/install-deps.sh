@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package phasebench builds and tests with. Idempotent: when all are
+# present it only checks (about a second). Needs root (or sudo) for apt-get.
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build git pkg-config
+  libbenchmark-dev libgtest-dev googletest       # timing engine, tests
+  libcli11-dev nlohmann-json3-dev libfccp-dev     # command line, JSON, CSV parser
+  libtorch-dev libopenblas0-openmp               # LibTorch (without OpenBLAS it uses reference BLAS)
+  libdnnl-dev ocl-icd-opencl-dev                 # oneDNN (its CMake config needs OpenCL headers)
+  libtrilinos-kokkos-dev                         # Kokkos
+  python3 python3-numpy                          # the dump round-trip test loads .npy with numpy
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# The CUDA toolkit is not a Debian package here: the cuda backend is built when nvcc is found
+# (PATH or /usr/local/cuda/bin/nvcc) and reports why not otherwise.
+if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  echo "install-deps: no CUDA toolkit found; the cuda backend will be off (see the configure summary)"
+fi

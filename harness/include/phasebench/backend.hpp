@@ -1,0 +1,56 @@
+#pragma once
+// A backend: one runtime (LibTorch, Kokkos, oneDNN, CUDA, plain C++). One folder under backends/
+// and one line in backends/CMakeLists.txt; the backend registers itself.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace pb {
+
+struct DeviceInfo {
+  std::string name;  // "cpu", "cuda"
+  bool is_gpu = false;
+  std::string unavailable_reason;  // empty when the device can run variants in this process
+  std::string description;         // model name, driver, ... for the metadata
+};
+
+struct RuntimeOptions {
+  int threads = 1;  // threads for the runtime's CPU pool (torch, OpenMP, oneDNN)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string name() const = 0;
+  /// Empty when the runtime is usable in this process, else why not (cheap, no side effects).
+  virtual std::string unavailable_reason() const { return {}; }
+  /// Every device the backend knows, usable or not (unusable ones carry their reason).
+  virtual std::vector<DeviceInfo> devices() const = 0;
+  /// Once per process, before any variant of this backend is constructed.
+  virtual void init(const RuntimeOptions&) {}
+  /// Once per process, after the last variant of this backend is destroyed.
+  virtual void finalize() {}
+  /// Blocks until all work queued on `device` has finished. The timers call it on both ends.
+  virtual void synchronize(const std::string& device) { (void)device; }
+  /// The threads its variants actually use when `requested` were asked for (the threads column).
+  virtual int effective_threads(int requested) const { return requested; }
+  /// Versions and configuration for machine.json (library version, threads, ISA, ...).
+  virtual nlohmann::json metadata() const = 0;
+  /// Attach/detach the runtime hooks that feed pb::counters (op dispatch, allocations).
+  /// Called around the counted (untimed) iteration only, so timing never pays for them.
+  virtual void start_counting() {}
+  virtual void stop_counting() {}
+};
+
+struct BackendRegistration {
+  explicit BackendRegistration(std::shared_ptr<Backend> backend);
+};
+
+std::vector<std::shared_ptr<Backend>> registered_backends();  // sorted by name
+std::shared_ptr<Backend> find_backend(const std::string& name);
+
+}  // namespace pb

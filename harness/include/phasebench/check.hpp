@@ -1,0 +1,45 @@
+#pragma once
+// The correctness check of one variant's outputs against the fp64 oracle.
+//
+// Order matters and is part of the contract: a reference that is mostly zero makes the check
+// worthless (MISTRUSTED); then missing outputs and wrong shapes; then NaN/Inf; only then the
+// error metrics, relative L2 ||out - ref|| / ||ref|| and max |out - ref|, against the tolerance
+// each output declares.
+
+#include <string>
+#include <vector>
+
+#include "phasebench/arrays.hpp"
+#include "phasebench/workload.hpp"
+
+namespace pb {
+
+enum class Status { Ok, Fail, Mistrusted, Error, Skipped, Unsupported };
+const char* to_string(Status status);
+
+/// More than this share of exactly-zero reference values and the inputs do not exercise the code.
+constexpr double kMistrustZeroShare = 0.30;
+
+struct OutputError {
+  std::string name;
+  double rel_l2_err = 0;
+  double max_abs_err = 0;
+  double tolerance = 0;
+  bool within_tolerance = false;
+};
+
+struct CheckResult {
+  Status status = Status::Ok;
+  std::string reason;                // empty when OK
+  std::vector<OutputError> outputs;  // one per declared output that got as far as the metrics
+  // The output whose error is largest relative to its tolerance (what results.csv reports).
+  OutputError worst;
+};
+
+CheckResult check_outputs(const ArrayMap& produced, const ArrayMap& reference,
+                          const std::vector<OutputSpec>& specs);
+
+/// Relative L2 error; with an all-zero reference it falls back to the absolute L2 norm.
+double relative_l2_error(const std::vector<double>& produced, const std::vector<double>& reference);
+
+}  // namespace pb

@@ -1,0 +1,60 @@
+#pragma once
+// The result row and the files a run writes (DESIGN.md "Files a run writes": a contract; columns
+// may be added at the end, never renamed). One row type, one field list; the CSV writer and the
+// reader are both derived from that list, and a golden test pins the header.
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace pb {
+
+constexpr double kMissing = std::numeric_limits<double>::quiet_NaN();  // written as an empty cell
+constexpr int kResultsSchemaVersion = 1;
+
+struct ResultRow {
+  std::string run_id, suite, workload, size, backend, device;
+  int phase_index = 0;
+  std::string phase;
+  bool exact = true;
+  std::string status, reason;
+  double rel_l2_err = kMissing, max_abs_err = kMissing, tolerance = kMissing;
+  int reps = 0;
+  double median_ms = kMissing, min_ms = kMissing, max_ms = kMissing;
+  double ci_low_ms = kMissing, ci_high_ms = kMissing;
+  double speedup_vs_prev = kMissing, speedup_vs_phase0 = kMissing, speedup_vs_reference = kMissing;
+  double claimed_min = kMissing, claimed_max = kMissing;
+  double host_syncs_per_iter = kMissing, ops_per_iter = kMissing, bytes_alloc_per_iter = kMissing;
+  double gb_per_s = kMissing, gflop_per_s = kMissing, roofline_pct = kMissing;
+  int threads = 0;
+  // ---- added columns (after the contract's) ----
+  std::string shape;         // the size's dimensions, "M=48 (B=3 K=16) n=8"
+  uint64_t seed = 0;         // input seed of the checked run
+  std::string worst_output;  // the output rel_l2_err/tolerance refer to
+  double speedup_vs_prev_ci_low = kMissing, speedup_vs_prev_ci_high = kMissing;
+  double speedup_vs_phase0_ci_low = kMissing, speedup_vs_phase0_ci_high = kMissing;
+  double speedup_vs_reference_ci_low = kMissing, speedup_vs_reference_ci_high = kMissing;
+  int64_t iterations_per_rep = 0;
+  int schema = kResultsSchemaVersion;
+};
+
+struct SampleRow {
+  std::string workload, size, backend, device, phase;
+  int rep = 0;
+  double ms = 0;
+  std::string suite;  // added column
+};
+
+std::vector<std::string> results_columns();
+std::vector<std::string> samples_columns();
+
+std::string results_csv(const std::vector<ResultRow>& rows);
+std::string samples_csv(const std::vector<SampleRow>& rows);
+
+/// Reads a results.csv through the CSV parser library. Throws InputError (file and line named)
+/// on malformed input or a missing contract column.
+std::vector<ResultRow> read_results_csv(const std::string& path);
+std::vector<SampleRow> read_samples_csv(const std::string& path);
+
+}  // namespace pb

@@ -1,0 +1,97 @@
+#pragma once
+// The engine behind `run` and `verify`: selects cases from the registries, checks each against the
+// fp64 oracle, counts, times through Google Benchmark with interleaved repetitions, and turns the
+// samples into result rows.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "phasebench/backend.hpp"
+#include "phasebench/results.hpp"
+#include "phasebench/variant.hpp"
+#include "phasebench/workload.hpp"
+
+namespace pb {
+
+/// Which cases a command covers. Empty fields select everything.
+struct Selection {
+  std::string suite;
+  std::string filter;  // regex searched in "suite/workload/backend/phase"
+  std::vector<std::string> backends;
+};
+
+/// One (workload, backend, device, phase) with its size: the unit every row describes.
+struct Case {
+  std::shared_ptr<const Workload> workload;
+  std::shared_ptr<Backend> backend;
+  const VariantLadder* ladder = nullptr;
+  std::string device;
+  std::string device_unavailable_reason;  // empty when the device can run here
+  int phase = 0;
+  std::string phase_name;
+  bool exact = true;
+  SizeClass size = SizeClass::Default;
+
+  /// "suite/workload/backend/phase": what --filter matches and failures print.
+  std::string id() const;
+  /// "suite/workload/size/backend/device/phase": unique per row.
+  std::string row_name() const;
+};
+
+/// Every case the selection covers at `size`, in registry order. Throws InputError for a bad
+/// regex, suite or backend name.
+std::vector<Case> plan_cases(const Selection& selection, SizeClass size);
+
+struct RunOptions {
+  Selection selection;
+  SizeClass size = SizeClass::Default;
+  int reps = 10;
+  int threads = 1;
+  uint64_t seed = 1;
+  bool quick = false;
+  std::string run_id;
+  // Cases (by row_name) a previous worker crashed in, with the reason: reported as ERROR, not run.
+  std::vector<std::pair<std::string, std::string>> crashed;
+  // Called with a line describing the case about to be touched (the crash journal).
+  std::function<void(const std::string&)> journal;
+};
+
+struct RunOutcome {
+  std::vector<ResultRow> rows;
+  std::vector<SampleRow> samples;
+  std::string benchmark_json;
+};
+
+RunOutcome execute_run(const RunOptions& options);
+
+struct VerifyOptions {
+  Selection selection;
+  std::vector<SizeClass> sizes;  // empty: every size whose memory estimate fits
+  int seeds = 3;
+  uint64_t first_seed = 1;
+  int threads = 1;
+};
+
+struct VerifyLine {
+  std::string row_name;
+  uint64_t seed = 0;
+  std::string status;
+  std::string detail;
+};
+
+std::vector<VerifyLine> execute_verify(const VerifyOptions& options);
+
+/// Status words that mean "a check failed": FAIL, MISTRUSTED, ERROR.
+bool is_failure(const std::string& status);
+
+/// Initializes the backends the cases use (once per process) with this thread count.
+void init_backends(const std::vector<Case>& cases, int threads);
+void finalize_backends();
+
+}  // namespace pb

@@ -1,0 +1,86 @@
+#pragma once
+// A workload: the math, its sizes, its seeded inputs, its fp64 oracle, its tolerances and the
+// phase catalog with the seed document's claims. One definition per workload in suites/<suite>/.
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "phasebench/arrays.hpp"
+
+namespace pb {
+
+enum class SizeClass { Small, Default, Large };
+
+std::string to_string(SizeClass size);
+std::optional<SizeClass> parse_size(std::string_view text);
+std::vector<SizeClass> all_sizes();
+
+/// One rung of a workload's optimization ladder, as the seed document describes it.
+struct PhaseInfo {
+  int index = 0;
+  std::string name;         // "batched_metrics"
+  std::string description;  // one line: what this phase changes
+  bool exact = true;        // false: changes the arithmetic; checked against an error budget
+  // The seed's claimed gain of this phase over the previous one, as a time ratio (1.03 = +3%).
+  // NaN when the seed claims nothing for it.
+  double claimed_min = std::numeric_limits<double>::quiet_NaN();
+  double claimed_max = std::numeric_limits<double>::quiet_NaN();
+};
+
+/// One output and the tolerance its check uses (relative L2 error against the fp64 oracle).
+struct OutputSpec {
+  std::string name;
+  double tolerance = 1e-5;
+  std::string tolerance_reason;  // one line: why this tolerance holds up
+};
+
+/// Declared work of one iteration (never measured): for GB/s and GFLOP/s.
+struct WorkEstimate {
+  double flops = 0;
+  double bytes = 0;
+};
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+
+  virtual std::string suite() const = 0;
+  virtual std::string name() const = 0;  // within the suite: "lior_step"
+  std::string full_name() const { return suite() + "/" + name(); }
+  virtual std::string description() const = 0;
+
+  /// The dimensions of a size class, as "B=16 K=2176 n=8".
+  virtual std::string shape(SizeClass size) const = 0;
+  /// The inputs for (size, seed): deterministic, identical for every backend; never all zeros.
+  virtual ArrayMap make_inputs(SizeClass size, uint64_t seed) const = 0;
+  /// The fp64 oracle: the naive reference evaluated in double precision.
+  virtual ArrayMap reference_fp64(const ArrayMap& inputs) const = 0;
+  /// The outputs every variant must produce, each with its tolerance and the reason for it.
+  virtual std::vector<OutputSpec> outputs() const = 0;
+  /// The phase catalog, in index order. Backends implement a subset of these phases.
+  virtual std::vector<PhaseInfo> phases() const = 0;
+  virtual WorkEstimate work(SizeClass size) const = 0;
+  /// Memory an fp64 check of this size needs, in bytes (for "sizes that fit").
+  virtual double memory_bytes(SizeClass size) const = 0;
+  /// The claim for the whole ladder (phase 0 to the last phase), as a time ratio range, with the
+  /// seed's words for it; NaN when the seed claims nothing for the workload as a whole.
+  virtual PhaseInfo cumulative_claim() const { return {}; }
+
+  std::optional<PhaseInfo> find_phase(int index) const;
+};
+
+/// Registers a workload at static-initialization time: `static pb::WorkloadRegistration r{...};`
+struct WorkloadRegistration {
+  explicit WorkloadRegistration(std::shared_ptr<const Workload> workload);
+};
+
+std::vector<std::shared_ptr<const Workload>> registered_workloads();  // sorted by full name
+std::shared_ptr<const Workload> find_workload(std::string_view full_name);
+
+}  // namespace pb

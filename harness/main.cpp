@@ -1,0 +1,22 @@
+// phasebench: the command line. See README.md and `phasebench --help`.
+
+#include <exception>
+#include <iostream>
+
+#include "phasebench/runner.hpp"
+
+namespace pb {
+int run_cli(int argc, char** argv);
+}
+
+int main(int argc, char** argv) {
+  int code = 2;
+  try {
+    code = pb::run_cli(argc, argv);
+  } catch (const std::exception& error) {
+    std::cerr << "phasebench: internal error: " << error.what() << "\n";
+    code = 3;
+  }
+  pb::finalize_backends();
+  return code;
+}

@@ -1,0 +1,125 @@
+#include "phasebench/check.hpp"
+
+#include <cmath>
+#include <sstream>
+
+namespace pb {
+
+const char* to_string(Status status) {
+  switch (status) {
+    case Status::Ok: return "OK";
+    case Status::Fail: return "FAIL";
+    case Status::Mistrusted: return "MISTRUSTED";
+    case Status::Error: return "ERROR";
+    case Status::Skipped: return "SKIPPED";
+    case Status::Unsupported: return "UNSUPPORTED";
+  }
+  return "?";
+}
+
+double relative_l2_error(const std::vector<double>& produced, const std::vector<double>& reference) {
+  double diff_sq = 0, ref_sq = 0;
+  for (size_t i = 0; i < reference.size(); ++i) {
+    const double diff = produced[i] - reference[i];
+    diff_sq += diff * diff;
+    ref_sq += reference[i] * reference[i];
+  }
+  return ref_sq > 0 ? std::sqrt(diff_sq / ref_sq) : std::sqrt(diff_sq);
+}
+
+namespace {
+
+CheckResult failure(Status status, std::string reason) {
+  CheckResult result;
+  result.status = status;
+  result.reason = std::move(reason);
+  return result;
+}
+
+double zero_share(const HostArray& array) {
+  if (array.values.empty()) return 0;
+  size_t zeros = 0;
+  for (double value : array.values) zeros += value == 0.0;
+  return static_cast<double>(zeros) / static_cast<double>(array.values.size());
+}
+
+// "3 NaN, 0 Inf, first at index 17", or empty when every value is finite.
+std::string describe_non_finite(const HostArray& array) {
+  size_t nans = 0, infs = 0, first = array.values.size();
+  for (size_t i = 0; i < array.values.size(); ++i) {
+    const double value = array.values[i];
+    if (std::isfinite(value)) continue;
+    (std::isnan(value) ? nans : infs) += 1;
+    if (first == array.values.size()) first = i;
+  }
+  if (nans + infs == 0) return {};
+  std::ostringstream text;
+  text << nans << " NaN and " << infs << " Inf of " << array.values.size() << " (first at index "
+       << first << ")";
+  return text.str();
+}
+
+OutputError measure(const OutputSpec& spec, const HostArray& produced, const HostArray& reference) {
+  OutputError error;
+  error.name = spec.name;
+  error.tolerance = spec.tolerance;
+  error.rel_l2_err = relative_l2_error(produced.values, reference.values);
+  for (size_t i = 0; i < reference.values.size(); ++i)
+    error.max_abs_err = std::max(error.max_abs_err, std::abs(produced.values[i] - reference.values[i]));
+  error.within_tolerance = error.rel_l2_err <= spec.tolerance;
+  return error;
+}
+
+std::string format_error(const OutputError& error) {
+  std::ostringstream text;
+  text.precision(3);
+  text << "output " << error.name << ": rel_l2_err " << error.rel_l2_err << " > tolerance "
+       << error.tolerance << " (max_abs_err " << error.max_abs_err << ")";
+  return text.str();
+}
+
+}  // namespace
+
+CheckResult check_outputs(const ArrayMap& produced, const ArrayMap& reference,
+                          const std::vector<OutputSpec>& specs) {
+  for (const OutputSpec& spec : specs) {
+    const HostArray& expected = require(reference, spec.name);
+    if (zero_share(expected) > kMistrustZeroShare) {
+      std::ostringstream text;
+      text << "reference output " << spec.name << " is " << 100 * zero_share(expected)
+           << "% exact zeros (> 30%): these inputs do not exercise the code";
+      return failure(Status::Mistrusted, text.str());
+    }
+  }
+  for (const OutputSpec& spec : specs) {
+    const auto found = produced.find(spec.name);
+    if (found == produced.end()) return failure(Status::Fail, "output " + spec.name + " missing");
+    const HostArray& expected = require(reference, spec.name);
+    if (found->second.shape != expected.shape || found->second.values.size() != expected.values.size())
+      return failure(Status::Fail, "output " + spec.name + " has shape " +
+                                       found->second.shape_string() + ", expected " +
+                                       expected.shape_string());
+    const std::string non_finite = describe_non_finite(found->second);
+    if (!non_finite.empty())
+      return failure(Status::Fail, "output " + spec.name + " has " + non_finite +
+                                       " (unwritten outputs stay NaN)");
+  }
+  CheckResult result;
+  double worst_ratio = -1;
+  for (const OutputSpec& spec : specs) {
+    const OutputError error = measure(spec, produced.at(spec.name), require(reference, spec.name));
+    result.outputs.push_back(error);
+    const double ratio = error.rel_l2_err / error.tolerance;
+    if (ratio > worst_ratio) {
+      worst_ratio = ratio;
+      result.worst = error;
+    }
+    if (!error.within_tolerance && result.status == Status::Ok) {
+      result.status = Status::Fail;
+      result.reason = format_error(error);
+    }
+  }
+  return result;
+}
+
+}  // namespace pb

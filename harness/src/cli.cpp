@@ -1,0 +1,118 @@
+// The command line (DESIGN.md "Command line": a contract). Parsing and validation only; the work
+// is in commands.hpp. Every bad argument gets a message naming it and exit code 2.
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <thread>
+
+#include "commands.hpp"
+#include "phasebench/errors.hpp"
+
+namespace pb {
+namespace {
+
+int default_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+const std::vector<std::string> kSizeNames{"small", "default", "large"};
+
+void add_selection(CLI::App& command, Selection& selection, bool with_backend) {
+  command.add_option("--suite", selection.suite, "only this suite (e.g. trainer2)");
+  command.add_option("--filter", selection.filter,
+                     "regular expression searched in suite/workload/backend/phase");
+  if (with_backend)
+    command.add_option("--backend", selection.backends, "only these backends (comma-separated)")
+        ->delimiter(',');
+}
+
+SizeClass size_from(const std::string& name) { return *parse_size(name); }
+
+bool is_command(const CLI::App& app, const std::string& word) {
+  for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; }))
+    if (command->get_name() == word) return true;
+  return false;
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{"phasebench: checks optimized variants of numerical workloads against a naive fp64 "
+               "reference, times them per optimization phase and backend, and records the results"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("phasebench ") + PHASEBENCH_VERSION);
+
+  Selection list_selection;
+  CLI::App* list = app.add_subcommand("list", "workloads, backends, phases and availability with reasons");
+  add_selection(*list, list_selection, true);
+
+  commands::RunCommand run_command;
+  run_command.options.threads = default_threads();
+  std::string run_size = "default";
+  CLI::App* run = app.add_subcommand("run", "check, count and time the selected variants; write a run directory");
+  add_selection(*run, run_command.options.selection, true);
+  run->add_option("--size", run_size, "small, default or large")->check(CLI::IsMember(kSizeNames));
+  run->add_option("--reps", run_command.options.reps, "timed repetitions per variant (default 10)")
+      ->check(CLI::Range(1, 100000));
+  run->add_option("--threads", run_command.options.threads, "CPU threads for torch, OpenMP, oneDNN (default: all cores)")
+      ->check(CLI::Range(1, 4096));
+  run->add_option("--seed", run_command.options.seed, "input seed (default 1)");
+  run->add_flag("--quick", run_command.options.quick, "3 short repetitions: a smoke test, not a measurement");
+  run->add_option("--out", run_command.out_dir, "run directory to create (must not exist)");
+  run->add_option("--worker-journal", run_command.worker_journal)->group("");  // internal
+  run->add_option("--crashed-file", run_command.crashed_file)->group("");      // internal
+  run->add_option("--run-id", run_command.options.run_id)->group("");          // internal
+
+  VerifyOptions verify_options;
+  verify_options.threads = default_threads();
+  std::string verify_size;
+  CLI::App* verify = app.add_subcommand("verify", "correctness only: every variant on several seeds and sizes");
+  add_selection(*verify, verify_options.selection, true);
+  verify->add_option("--seeds", verify_options.seeds, "fresh seeds per size (default 3)")->check(CLI::Range(1, 1000));
+  verify->add_option("--seed", verify_options.first_seed, "first seed (default 1)");
+  verify->add_option("--size", verify_size, "only this size (default: every size that fits)")
+      ->check(CLI::IsMember(kSizeNames));
+  verify->add_option("--threads", verify_options.threads, "CPU threads (default: all cores)")->check(CLI::Range(1, 4096));
+
+  commands::DumpCommand dump_command;
+  std::string dump_size = "small";
+  CLI::App* dump = app.add_subcommand("dump", "inputs and fp64 reference outputs as .npy with a manifest.json");
+  dump->add_option("--workload", dump_command.workload, "suite/workload, e.g. trainer2/lior_step")->required();
+  dump->add_option("--size", dump_size, "small, default or large (default small)")->check(CLI::IsMember(kSizeNames));
+  dump->add_option("--seed", dump_command.seed, "input seed (default 1)");
+  dump->add_option("--out", dump_command.out_dir, "directory to create (must not exist)")->required();
+
+  if (argc > 1 && argv[1][0] != '-' && !is_command(app, argv[1])) {
+    std::cerr << "phasebench: error: unknown command '" << argv[1]
+              << "' (commands: list, run, verify, dump; see --help)\n";
+    return 2;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    const int code = app.exit(error);
+    return code == 0 ? 0 : 2;
+  }
+
+  try {
+    if (*list) return commands::list(list_selection);
+    if (*run) {
+      run_command.options.size = size_from(run_size);
+      if (run_command.options.quick && run->count("--reps") == 0) run_command.options.reps = 3;
+      return commands::run(std::move(run_command), argc, argv);
+    }
+    if (*verify) {
+      if (!verify_size.empty()) verify_options.sizes = {size_from(verify_size)};
+      return commands::verify(verify_options);
+    }
+    if (*dump) {
+      dump_command.size = size_from(dump_size);
+      return commands::dump(dump_command);
+    }
+  } catch (const InputError& error) {
+    std::cerr << "phasebench: error: " << error.what() << "\n";
+    return 2;
+  }
+  return 2;
+}
+
+}  // namespace pb

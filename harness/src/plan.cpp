@@ -1,0 +1,116 @@
+// Turning the registries and a selection into cases, and the once-per-process backend lifecycle.
+
+#include <omp.h>
+
+#include <algorithm>
+#include <map>
+
+#include "phasebench/errors.hpp"
+#include "phasebench/runner.hpp"
+
+namespace pb {
+
+std::string Case::id() const {
+  return workload->full_name() + "/" + ladder->backend + "/" + phase_name;
+}
+
+std::string Case::row_name() const {
+  return workload->full_name() + "/" + to_string(size) + "/" + ladder->backend + "/" + device + "/" +
+         std::to_string(phase) + "_" + phase_name;
+}
+
+bool is_failure(const std::string& status) {
+  return status == "FAIL" || status == "MISTRUSTED" || status == "ERROR";
+}
+
+namespace {
+
+// The phase's catalog entry; the reference backend's single rung is the serial fp32 baseline.
+PhaseInfo phase_of(const Workload& workload, const VariantLadder& ladder, int phase) {
+  if (ladder.backend == "reference") return {0, "serial_fp32", "reference<float>: the naive loops"};
+  if (auto info = workload.find_phase(phase)) return *info;
+  throw std::logic_error(ladder.source_file + " registers phase " + std::to_string(phase) +
+                         " which the catalog of " + workload.full_name() + " does not have");
+}
+
+std::vector<DeviceInfo> devices_of(const Backend& backend) {
+  std::vector<DeviceInfo> devices = backend.devices();
+  const std::string why_not = backend.unavailable_reason();
+  if (!why_not.empty())
+    for (DeviceInfo& device : devices)
+      if (device.unavailable_reason.empty()) device.unavailable_reason = why_not;
+  return devices;
+}
+
+void validate(const Selection& selection) {
+  if (!selection.suite.empty()) {
+    bool known = false;
+    for (const auto& workload : registered_workloads()) known |= workload->suite() == selection.suite;
+    if (!known) throw InputError("unknown suite '" + selection.suite + "' (see `phasebench list`)");
+  }
+  for (const std::string& name : selection.backends)
+    if (!find_backend(name))
+      throw InputError("unknown backend '" + name + "' (see `phasebench list`; a backend that was "
+                       "not built is listed by the configure summary)");
+}
+
+std::regex compile_filter(const std::string& filter) {
+  try {
+    return std::regex(filter.empty() ? std::string(".*") : filter, std::regex::ECMAScript);
+  } catch (const std::regex_error& error) {
+    throw InputError("--filter '" + filter + "' is not a valid regular expression: " + error.what());
+  }
+}
+
+}  // namespace
+
+std::vector<Case> plan_cases(const Selection& selection, SizeClass size) {
+  validate(selection);
+  const std::regex filter = compile_filter(selection.filter);
+  static const std::vector<VariantLadder> ladders = registered_ladders();
+  std::vector<Case> cases;
+  for (const VariantLadder& ladder : ladders) {
+    const auto workload = find_workload(ladder.workload);
+    const auto backend = find_backend(ladder.backend);
+    if (!workload || !backend) continue;  // a variant of a workload/backend that was not built
+    if (!selection.suite.empty() && workload->suite() != selection.suite) continue;
+    const auto& wanted = selection.backends;
+    if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), ladder.backend) == wanted.end())
+      continue;
+    for (const DeviceInfo& device : devices_of(*backend)) {
+      for (int phase : ladder.phases) {
+        const PhaseInfo info = phase_of(*workload, ladder, phase);
+        Case c{workload, backend, &ladder, device.name, device.unavailable_reason,
+               phase, info.name, info.exact, size};
+        if (std::regex_search(c.id(), filter)) cases.push_back(std::move(c));
+      }
+    }
+  }
+  return cases;
+}
+
+namespace {
+std::vector<std::shared_ptr<Backend>>& initialized_backends() {
+  static std::vector<std::shared_ptr<Backend>> backends;
+  return backends;
+}
+}  // namespace
+
+void init_backends(const std::vector<Case>& cases, int threads) {
+  omp_set_num_threads(threads);
+  auto& done = initialized_backends();
+  for (const Case& c : cases) {
+    if (std::find(done.begin(), done.end(), c.backend) != done.end()) continue;
+    if (!c.backend->unavailable_reason().empty()) continue;
+    c.backend->init(RuntimeOptions{threads});
+    done.push_back(c.backend);
+  }
+}
+
+void finalize_backends() {
+  auto& done = initialized_backends();
+  for (auto it = done.rbegin(); it != done.rend(); ++it) (*it)->finalize();
+  done.clear();
+}
+
+}  // namespace pb

@@ -1,0 +1,215 @@
+// results.csv and samples.csv: one field table per row type drives the header, the writer and the
+// reader, so the three cannot drift apart. Reading goes through fast-cpp-csv-parser (fccp).
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <sstream>
+#include <utility>
+
+#include <csv.h>
+
+#include "phasebench/errors.hpp"
+#include "phasebench/results.hpp"
+
+namespace pb {
+namespace {
+
+// ---- cells ---------------------------------------------------------------------------------------
+
+std::string format_number(double value) {
+  if (std::isnan(value)) return "";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", value);
+  return text;
+}
+
+// Quoted when it holds a separator or a quote; newlines become spaces (one record per line).
+std::string quote_cell(std::string text) {
+  for (char& c : text)
+    if (c == '\n' || c == '\r') c = ' ';
+  if (text.find_first_of(",\"") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) quoted += (c == '"') ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+struct CellError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+double parse_double(const std::string& cell) {
+  if (cell.empty()) return kMissing;
+  char* end = nullptr;
+  const double value = std::strtod(cell.c_str(), &end);
+  if (end == cell.c_str() || *end != '\0') throw CellError("'" + cell + "' is not a number");
+  return value;
+}
+
+int64_t parse_integer(const std::string& cell) {
+  if (cell.empty()) return 0;
+  char* end = nullptr;
+  const long long value = std::strtoll(cell.c_str(), &end, 10);
+  if (end == cell.c_str() || *end != '\0') throw CellError("'" + cell + "' is not an integer");
+  return value;
+}
+
+bool parse_bool(const std::string& cell) {
+  if (cell == "true" || cell == "1") return true;
+  if (cell == "false" || cell == "0" || cell.empty()) return false;
+  throw CellError("'" + cell + "' is not true or false");
+}
+
+// ---- field tables --------------------------------------------------------------------------------
+
+template <typename Row>
+struct Field {
+  const char* name;
+  bool required;  // a contract column: a file without it is rejected
+  std::function<std::string(const Row&)> write;
+  std::function<void(Row&, const std::string&)> read;
+};
+
+template <typename Row, typename Member>
+Field<Row> field(const char* name, Member Row::*member, bool required = true) {
+  Field<Row> f{name, required, nullptr, nullptr};
+  if constexpr (std::is_same_v<Member, std::string>) {
+    f.write = [member](const Row& row) { return quote_cell(row.*member); };
+    f.read = [member](Row& row, const std::string& cell) { row.*member = cell; };
+  } else if constexpr (std::is_same_v<Member, double>) {
+    f.write = [member](const Row& row) { return format_number(row.*member); };
+    f.read = [member](Row& row, const std::string& cell) { row.*member = parse_double(cell); };
+  } else if constexpr (std::is_same_v<Member, bool>) {
+    f.write = [member](const Row& row) { return std::string(row.*member ? "true" : "false"); };
+    f.read = [member](Row& row, const std::string& cell) { row.*member = parse_bool(cell); };
+  } else {
+    f.write = [member](const Row& row) { return std::to_string(row.*member); };
+    f.read = [member](Row& row, const std::string& cell) {
+      row.*member = static_cast<Member>(parse_integer(cell));
+    };
+  }
+  return f;
+}
+
+using R = ResultRow;
+const auto& result_fields() {
+  static const std::array fields{
+      field("run_id", &R::run_id), field("suite", &R::suite), field("workload", &R::workload),
+      field("size", &R::size), field("backend", &R::backend), field("device", &R::device),
+      field("phase_index", &R::phase_index), field("phase", &R::phase), field("exact", &R::exact),
+      field("status", &R::status), field("reason", &R::reason),
+      field("rel_l2_err", &R::rel_l2_err), field("max_abs_err", &R::max_abs_err),
+      field("tolerance", &R::tolerance), field("reps", &R::reps),
+      field("median_ms", &R::median_ms), field("min_ms", &R::min_ms), field("max_ms", &R::max_ms),
+      field("ci_low_ms", &R::ci_low_ms), field("ci_high_ms", &R::ci_high_ms),
+      field("speedup_vs_prev", &R::speedup_vs_prev),
+      field("speedup_vs_phase0", &R::speedup_vs_phase0),
+      field("speedup_vs_reference", &R::speedup_vs_reference),
+      field("claimed_min", &R::claimed_min), field("claimed_max", &R::claimed_max),
+      field("host_syncs_per_iter", &R::host_syncs_per_iter),
+      field("ops_per_iter", &R::ops_per_iter),
+      field("bytes_alloc_per_iter", &R::bytes_alloc_per_iter), field("gb_per_s", &R::gb_per_s),
+      field("gflop_per_s", &R::gflop_per_s), field("roofline_pct", &R::roofline_pct),
+      field("threads", &R::threads),
+      // added columns: optional when reading, so older files still load
+      field("shape", &R::shape, false), field("seed", &R::seed, false),
+      field("worst_output", &R::worst_output, false),
+      field("speedup_vs_prev_ci_low", &R::speedup_vs_prev_ci_low, false),
+      field("speedup_vs_prev_ci_high", &R::speedup_vs_prev_ci_high, false),
+      field("speedup_vs_phase0_ci_low", &R::speedup_vs_phase0_ci_low, false),
+      field("speedup_vs_phase0_ci_high", &R::speedup_vs_phase0_ci_high, false),
+      field("speedup_vs_reference_ci_low", &R::speedup_vs_reference_ci_low, false),
+      field("speedup_vs_reference_ci_high", &R::speedup_vs_reference_ci_high, false),
+      field("iterations_per_rep", &R::iterations_per_rep, false),
+      field("schema", &R::schema, false),
+  };
+  return fields;
+}
+
+using S = SampleRow;
+const auto& sample_fields() {
+  static const std::array fields{
+      field("workload", &S::workload), field("size", &S::size), field("backend", &S::backend),
+      field("device", &S::device), field("phase", &S::phase), field("rep", &S::rep),
+      field("ms", &S::ms), field("suite", &S::suite, false),
+  };
+  return fields;
+}
+
+// ---- writing -------------------------------------------------------------------------------------
+
+template <typename Fields>
+std::vector<std::string> column_names(const Fields& fields) {
+  std::vector<std::string> names;
+  for (const auto& f : fields) names.push_back(f.name);
+  return names;
+}
+
+template <typename Fields, typename Row>
+std::string to_csv(const Fields& fields, const std::vector<Row>& rows) {
+  std::ostringstream out;
+  for (size_t i = 0; i < fields.size(); ++i) out << (i ? "," : "") << fields[i].name;
+  out << '\n';
+  for (const Row& row : rows) {
+    for (size_t i = 0; i < fields.size(); ++i) out << (i ? "," : "") << fields[i].write(row);
+    out << '\n';
+  }
+  return out.str();
+}
+
+// ---- reading -------------------------------------------------------------------------------------
+
+template <size_t N>
+using Reader = io::CSVReader<N, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>>;
+
+template <typename Row, size_t N, size_t... I>
+std::vector<Row> read_csv(const std::array<Field<Row>, N>& fields, const std::string& path,
+                          std::index_sequence<I...>) {
+  std::vector<Row> rows;
+  try {
+    Reader<N> in(path);
+    in.read_header(io::ignore_extra_column | io::ignore_missing_column, fields[I].name...);
+    for (const auto& f : fields)
+      if (f.required && !in.has_column(f.name))
+        throw InputError(path + ": missing column '" + std::string(f.name) +
+                         "' (is this a phasebench results file?)");
+    std::array<std::string, N> cells;
+    while (in.read_row(std::get<I>(cells)...)) {
+      Row row;
+      for (size_t i = 0; i < N; ++i) {
+        if (!in.has_column(fields[i].name)) continue;
+        try {
+          fields[i].read(row, cells[i]);
+        } catch (const CellError& error) {
+          throw InputError(path + " line " + std::to_string(in.get_file_line()) + ", column " +
+                           fields[i].name + ": " + error.what());
+        }
+      }
+      rows.push_back(std::move(row));
+    }
+  } catch (const io::error::base& error) {
+    throw InputError(std::string("cannot read CSV: ") + error.what());
+  }
+  return rows;
+}
+
+}  // namespace
+
+std::vector<std::string> results_columns() { return column_names(result_fields()); }
+std::vector<std::string> samples_columns() { return column_names(sample_fields()); }
+
+std::string results_csv(const std::vector<ResultRow>& rows) { return to_csv(result_fields(), rows); }
+std::string samples_csv(const std::vector<SampleRow>& rows) { return to_csv(sample_fields(), rows); }
+
+std::vector<ResultRow> read_results_csv(const std::string& path) {
+  const auto& fields = result_fields();
+  return read_csv(fields, path, std::make_index_sequence<std::tuple_size_v<std::decay_t<decltype(fields)>>>{});
+}
+
+std::vector<SampleRow> read_samples_csv(const std::string& path) {
+  const auto& fields = sample_fields();
+  return read_csv(fields, path, std::make_index_sequence<std::tuple_size_v<std::decay_t<decltype(fields)>>>{});
+}
+
+}  // namespace pb

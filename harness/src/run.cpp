@@ -1,0 +1,213 @@
+// `run`: check, count and time every selected case, then turn the samples into result rows.
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <map>
+
+#include "case_runner.hpp"
+#include "phasebench/stats.hpp"
+#include "timing.hpp"
+
+namespace pb {
+namespace {
+
+using detail::LiveCase;
+
+// Every speedup is measured against the serial reference, so a workload that has any case
+// selected always gets its reference case too, whatever the filter says.
+std::vector<Case> with_reference_cases(std::vector<Case> cases, SizeClass size) {
+  std::vector<std::string> workloads;
+  for (const Case& c : cases)
+    if (std::find(workloads.begin(), workloads.end(), c.workload->full_name()) == workloads.end())
+      workloads.push_back(c.workload->full_name());
+  for (const std::string& name : workloads) {
+    const bool has_reference = std::any_of(cases.begin(), cases.end(), [&](const Case& c) {
+      return c.workload->full_name() == name && c.ladder->backend == "reference";
+    });
+    if (has_reference) continue;
+    Selection reference_only;
+    reference_only.backends = {"reference"};
+    reference_only.filter = "^" + name + "/";
+    for (Case& c : plan_cases(reference_only, size)) cases.insert(cases.begin(), std::move(c));
+  }
+  return cases;
+}
+
+detail::TimingPlan timing_plan(const RunOptions& options) {
+  detail::TimingPlan plan;
+  plan.reps = options.reps;
+  plan.shuffle_seed = options.seed;
+  if (options.quick) {
+    plan.warmup_ms = 2;
+    plan.min_rep_ms = 5;
+  }
+  return plan;
+}
+
+void progress(size_t index, size_t total, const std::string& what, const LiveCase& live) {
+  std::cerr << "[" << index + 1 << "/" << total << "] " << what << " " << live.spec.row_name() << ": "
+            << to_string(live.status) << (live.reason.empty() ? "" : " (" + live.reason + ")")
+            << "\n";
+}
+
+// Brings every case up to "checked and counted" (or to the reason it cannot be).
+void prepare_all(std::vector<LiveCase>& cases, const RunOptions& options) {
+  std::map<std::string, detail::Problem> problems;  // per workload: inputs and oracle, made once
+  for (size_t i = 0; i < cases.size(); ++i) {
+    LiveCase& live = cases[i];
+    const auto crashed = std::find_if(options.crashed.begin(), options.crashed.end(),
+                                      [&](const auto& c) { return c.first == live.spec.row_name(); });
+    if (crashed != options.crashed.end()) {
+      live.status = Status::Error;
+      live.reason = crashed->second;
+      progress(i, cases.size(), "crashed", live);
+      continue;
+    }
+    const std::string key = live.spec.workload->full_name();
+    if (!problems.count(key))
+      problems[key] = detail::make_problem(*live.spec.workload, options.size, options.seed);
+    if (options.journal) options.journal(live.spec.row_name());
+    detail::prepare(live, problems[key], options.threads);
+    detail::check(live, problems[key]);
+    if (live.status == Status::Ok) detail::count(live);
+    progress(i, cases.size(), "checked", live);
+  }
+}
+
+ResultRow base_row(const LiveCase& live, const RunOptions& options) {
+  const Case& c = live.spec;
+  ResultRow row;
+  row.run_id = options.run_id;
+  row.suite = c.workload->suite();
+  row.workload = c.workload->name();
+  row.size = to_string(c.size);
+  row.shape = c.workload->shape(c.size);
+  row.backend = c.ladder->backend;
+  row.device = c.device;
+  row.phase_index = c.phase;
+  row.phase = c.phase_name;
+  row.exact = c.exact;
+  row.status = to_string(live.status);
+  row.reason = live.reason;
+  row.threads = c.backend->effective_threads(options.threads);
+  row.seed = options.seed;
+  if (const auto info = c.workload->find_phase(c.phase); info && c.ladder->backend != "reference") {
+    row.claimed_min = info->claimed_min;
+    row.claimed_max = info->claimed_max;
+  }
+  if (!live.check.outputs.empty()) {
+    row.rel_l2_err = live.check.worst.rel_l2_err;
+    row.max_abs_err = live.check.worst.max_abs_err;
+    row.tolerance = live.check.worst.tolerance;
+    row.worst_output = live.check.worst.name;
+  }
+  if (live.counted) {
+    row.host_syncs_per_iter = static_cast<double>(live.counts.host_syncs);
+    row.ops_per_iter = static_cast<double>(live.counts.ops);
+    row.bytes_alloc_per_iter = static_cast<double>(live.counts.bytes_allocated);
+  }
+  return row;
+}
+
+void add_timing(ResultRow& row, const Case& c, const std::vector<double>& samples) {
+  const stats::Summary summary = stats::summarize(samples);
+  row.reps = static_cast<int>(samples.size());
+  row.median_ms = summary.median;
+  row.min_ms = summary.min;
+  row.max_ms = summary.max;
+  row.ci_low_ms = summary.median_ci.low;
+  row.ci_high_ms = summary.median_ci.high;
+  const WorkEstimate work = c.workload->work(c.size);
+  const double seconds = summary.median / 1e3;
+  if (work.bytes > 0) row.gb_per_s = work.bytes / seconds / 1e9;
+  if (work.flops > 0) row.gflop_per_s = work.flops / seconds / 1e9;
+}
+
+// The index of the row to divide by, or -1: same workload/size/backend/device, the nearest
+// lower phase (previous) or the lowest phase (phase 0) that was timed.
+int find_baseline(const std::vector<LiveCase>& cases, const std::map<size_t, std::vector<double>>& samples,
+                  size_t index, bool nearest) {
+  const Case& target = cases[index].spec;
+  int best = -1;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i].spec;
+    if (!samples.count(i) || c.ladder != target.ladder || c.device != target.device) continue;
+    if (nearest ? (c.phase >= target.phase) : (c.phase > target.phase)) continue;
+    if (best < 0 || (nearest ? c.phase > cases[best].spec.phase : c.phase < cases[best].spec.phase))
+      best = static_cast<int>(i);
+  }
+  return best;
+}
+
+int find_reference(const std::vector<LiveCase>& cases,
+                   const std::map<size_t, std::vector<double>>& samples, size_t index) {
+  for (size_t i = 0; i < cases.size(); ++i)
+    if (samples.count(i) && cases[i].spec.ladder->backend == "reference" &&
+        cases[i].spec.workload == cases[index].spec.workload)
+      return static_cast<int>(i);
+  return -1;
+}
+
+void set_speedup(double& value, double& low, double& high, const std::vector<double>& base,
+                 const std::vector<double>& samples) {
+  const stats::Ratio ratio = stats::speedup(base, samples);
+  value = ratio.value;
+  low = ratio.ci.low;
+  high = ratio.ci.high;
+}
+
+void add_speedups(ResultRow& row, const std::vector<LiveCase>& cases,
+                  const std::map<size_t, std::vector<double>>& samples, size_t index) {
+  const auto& mine = samples.at(index);
+  if (int prev = find_baseline(cases, samples, index, true); prev >= 0)
+    set_speedup(row.speedup_vs_prev, row.speedup_vs_prev_ci_low, row.speedup_vs_prev_ci_high,
+                samples.at(prev), mine);
+  if (int first = find_baseline(cases, samples, index, false); first >= 0)
+    set_speedup(row.speedup_vs_phase0, row.speedup_vs_phase0_ci_low, row.speedup_vs_phase0_ci_high,
+                samples.at(first), mine);
+  if (int ref = find_reference(cases, samples, index); ref >= 0)
+    set_speedup(row.speedup_vs_reference, row.speedup_vs_reference_ci_low,
+                row.speedup_vs_reference_ci_high, samples.at(ref), mine);
+}
+
+SampleRow sample_row(const Case& c, int rep, double ms) {
+  return {c.workload->name(), to_string(c.size), c.ladder->backend, c.device, c.phase_name, rep, ms,
+          c.workload->suite()};
+}
+
+}  // namespace
+
+RunOutcome execute_run(const RunOptions& options) {
+  std::vector<LiveCase> cases;
+  for (Case& c : with_reference_cases(plan_cases(options.selection, options.size), options.size))
+    cases.emplace_back(std::move(c));
+  init_backends([&] {
+    std::vector<Case> specs;
+    for (const LiveCase& live : cases) specs.push_back(live.spec);
+    return specs;
+  }(), options.threads);
+
+  prepare_all(cases, options);
+  detail::Timings timings = detail::time_cases(cases, timing_plan(options), options.journal);
+
+  RunOutcome outcome;
+  outcome.benchmark_json = timings.benchmark_json;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    ResultRow row = base_row(cases[i], options);
+    row.status = to_string(cases[i].status);  // timing may have turned it into ERROR
+    row.reason = cases[i].reason;
+    if (timings.samples.count(i) && cases[i].status == Status::Ok) {
+      add_timing(row, cases[i].spec, timings.samples.at(i));
+      row.iterations_per_rep = timings.iterations_per_rep.at(i);
+      add_speedups(row, cases, timings.samples, i);
+      const auto& samples = timings.samples.at(i);
+      for (size_t rep = 0; rep < samples.size(); ++rep)
+        outcome.samples.push_back(sample_row(cases[i].spec, static_cast<int>(rep), samples[rep]));
+    }
+    outcome.rows.push_back(std::move(row));
+  }
+  return outcome;  // the variants die here; backends finalize once, at process exit
+}
+
+}  // namespace pb

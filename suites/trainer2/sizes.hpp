@@ -1,0 +1,30 @@
+#pragma once
+// The trainer2 size table of WORKLOADS.md, shared by every trainer2 workload.
+
+#include <stdexcept>
+
+#include "phasebench/workload.hpp"
+
+namespace pb::suites::trainer2 {
+
+struct Trainer2Size {
+  int batch;       // B
+  int tokens;      // T
+  int state_dim;   // d
+  int bank_rows;   // C
+  int field_nx, field_ny, field_channels;  // Nx, Ny, D (the field is Nx x Ny x D x D complex)
+  int window_steps;  // W
+
+  int candidates() const { return tokens + bank_rows; }  // K = T + C
+};
+
+inline Trainer2Size trainer2_size(SizeClass size) {
+  switch (size) {
+    case SizeClass::Small: return {3, 7, 12, 9, 6, 5, 3, 5};
+    case SizeClass::Default: return {16, 128, 256, 2048, 28, 28, 16, 64};
+    case SizeClass::Large: return {16, 1024, 768, 2048, 28, 28, 16, 64};
+  }
+  throw std::invalid_argument("unknown trainer2 size");
+}
+
+}  // namespace pb::suites::trainer2

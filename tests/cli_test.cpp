@@ -1,0 +1,72 @@
+// The command line's error paths: every bad argument exits 2 with a message that names it.
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <fstream>
+
+#include "process.hpp"
+
+namespace pb {
+namespace {
+
+using testing::run_phasebench;
+
+void expect_usage_error(const std::string& arguments, const std::string& mentions) {
+  const auto result = run_phasebench(arguments);
+  EXPECT_EQ(result.exit_code, 2) << arguments << "\n" << result.output;
+  EXPECT_NE(result.output.find(mentions), std::string::npos)
+      << "`phasebench " << arguments << "` should mention '" << mentions << "':\n" << result.output;
+}
+
+TEST(Cli, HelpExitsZeroAndListsTheCommands) {
+  const auto result = run_phasebench("--help");
+  EXPECT_EQ(result.exit_code, 0);
+  for (const char* command : {"list", "run", "verify", "dump"})
+    EXPECT_NE(result.output.find(command), std::string::npos) << command;
+}
+
+TEST(Cli, NoCommandIsAUsageError) { expect_usage_error("", "subcommand"); }
+TEST(Cli, UnknownCommand) { expect_usage_error("frobnicate", "frobnicate"); }
+TEST(Cli, UnknownOption) { expect_usage_error("run --fast", "--fast"); }
+TEST(Cli, BadSize) { expect_usage_error("run --size huge", "huge"); }
+TEST(Cli, ZeroReps) { expect_usage_error("run --reps 0", "--reps"); }
+TEST(Cli, NonNumericThreads) { expect_usage_error("run --threads many", "--threads"); }
+TEST(Cli, UnknownBackend) { expect_usage_error("run --backend tensorflow", "tensorflow"); }
+TEST(Cli, UnknownSuite) { expect_usage_error("list --suite nosuch", "nosuch"); }
+TEST(Cli, BadRegex) { expect_usage_error("verify --filter '(['", "regular expression"); }
+TEST(Cli, VerifyMatchingNothing) { expect_usage_error("verify --filter nothing-matches-this", "matches no variant"); }
+TEST(Cli, BadSeedCount) { expect_usage_error("verify --seeds 0", "--seeds"); }
+TEST(Cli, DumpNeedsAWorkload) { expect_usage_error("dump --out /tmp/x", "--workload"); }
+TEST(Cli, DumpUnknownWorkload) {
+  expect_usage_error("dump --workload trainer2/nosuch --out " +
+                         testing::fresh_temp_path("dump").string(), "trainer2/nosuch");
+}
+
+TEST(Cli, RunRefusesToOverwriteAnExistingDirectory) {
+  const auto existing = testing::fresh_temp_path("existing");
+  std::filesystem::create_directories(existing);
+  std::ofstream(existing / "results.csv") << "precious\n";
+  expect_usage_error("run --quick --size small --out " + existing.string(), "already exists");
+  std::ifstream kept(existing / "results.csv");
+  std::string content;
+  std::getline(kept, content);
+  EXPECT_EQ(content, "precious");
+}
+
+TEST(Cli, DumpRefusesToOverwrite) {
+  const auto existing = testing::fresh_temp_path("existing-dump");
+  std::filesystem::create_directories(existing);
+  expect_usage_error("dump --workload trainer2/lior_step --out " + existing.string(), "already exists");
+}
+
+TEST(Cli, ListShowsEveryBackendWithAvailability) {
+  const auto result = run_phasebench("list");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("trainer2/lior_step"), std::string::npos);
+  EXPECT_NE(result.output.find("reference"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pb

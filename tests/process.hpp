@@ -1,0 +1,39 @@
+#pragma once
+// Running the phasebench executable from a test: exit code and everything it printed.
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+namespace pb::testing {
+
+struct ProcessResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+inline ProcessResult run_phasebench(const std::string& arguments, const std::string& environment = "") {
+  const std::string command =
+      environment + " " + PHASEBENCH_EXECUTABLE + " " + arguments + " 2>&1";
+  ProcessResult result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return result;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) result.output.append(buffer, n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+/// A fresh, not yet existing path under the temp directory.
+inline std::filesystem::path fresh_temp_path(const std::string& name) {
+  static int counter = 0;
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("phasebench-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + "-" + name);
+  std::filesystem::remove_all(path);
+  return path;
+}
+
+}  // namespace pb::testing

@@ -1,0 +1,146 @@
+// results.csv and samples.csv: the header is a contract (golden), and what is written reads back.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "phasebench/errors.hpp"
+#include "phasebench/results.hpp"
+
+namespace pb {
+namespace {
+namespace fs = std::filesystem;
+
+// DESIGN.md's column list, in order, then the columns phasebench added after it.
+const char* kGoldenResultsHeader =
+    "run_id,suite,workload,size,backend,device,phase_index,phase,exact,status,reason,rel_l2_err,"
+    "max_abs_err,tolerance,reps,median_ms,min_ms,max_ms,ci_low_ms,ci_high_ms,speedup_vs_prev,"
+    "speedup_vs_phase0,speedup_vs_reference,claimed_min,claimed_max,host_syncs_per_iter,"
+    "ops_per_iter,bytes_alloc_per_iter,gb_per_s,gflop_per_s,roofline_pct,threads,"
+    "shape,seed,worst_output,speedup_vs_prev_ci_low,speedup_vs_prev_ci_high,"
+    "speedup_vs_phase0_ci_low,speedup_vs_phase0_ci_high,speedup_vs_reference_ci_low,"
+    "speedup_vs_reference_ci_high,iterations_per_rep,schema";
+const char* kGoldenSamplesHeader = "workload,size,backend,device,phase,rep,ms,suite";
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+fs::path write_temp(const std::string& name, const std::string& content) {
+  const fs::path path = fs::temp_directory_path() / ("phasebench-csv-test-" + name);
+  std::ofstream(path) << content;
+  return path;
+}
+
+ResultRow sample_row() {
+  ResultRow row;
+  row.run_id = "20261121T000000Z-test";
+  row.suite = "trainer2";
+  row.workload = "lior_step";
+  row.size = "small";
+  row.backend = "torch";
+  row.device = "cpu";
+  row.phase_index = 3;
+  row.phase = "fused_lior_spd";
+  row.status = "FAIL";
+  row.reason = "output s: rel_l2_err 0.5 > tolerance 1e-05, \"quoted\"\nsecond line";
+  row.rel_l2_err = 0.5;
+  row.median_ms = 1.25;
+  row.speedup_vs_phase0 = 1.0625;
+  row.speedup_vs_phase0_ci_low = 1.01;
+  row.host_syncs_per_iter = 1;
+  row.threads = 2;
+  row.shape = "M=48 (B=3 K=16) n=8";
+  row.seed = 7;
+  row.iterations_per_rep = 123456;
+  return row;
+}
+
+TEST(ResultsCsv, HeaderIsTheContract) {
+  EXPECT_EQ(first_line(results_csv({})), kGoldenResultsHeader);
+  EXPECT_EQ(first_line(samples_csv({})), kGoldenSamplesHeader);
+}
+
+TEST(ResultsCsv, RowsRoundTripThroughTheCsvParser) {
+  const fs::path path = write_temp("roundtrip.csv", results_csv({sample_row(), ResultRow{}}));
+  const std::vector<ResultRow> rows = read_results_csv(path.string());
+  ASSERT_EQ(rows.size(), 2u);
+  const ResultRow& row = rows[0];
+  EXPECT_EQ(row.run_id, "20261121T000000Z-test");
+  EXPECT_EQ(row.phase_index, 3);
+  EXPECT_EQ(row.phase, "fused_lior_spd");
+  // Separators and quotes survive; the newline became a space (one record per line).
+  EXPECT_EQ(row.reason, "output s: rel_l2_err 0.5 > tolerance 1e-05, \"quoted\" second line");
+  EXPECT_DOUBLE_EQ(row.median_ms, 1.25);
+  EXPECT_DOUBLE_EQ(row.speedup_vs_phase0, 1.0625);
+  EXPECT_DOUBLE_EQ(row.speedup_vs_phase0_ci_low, 1.01);
+  EXPECT_TRUE(std::isnan(row.min_ms));  // missing values stay missing
+  EXPECT_EQ(row.seed, 7u);
+  EXPECT_EQ(row.iterations_per_rep, 123456);
+  EXPECT_TRUE(row.exact);
+  EXPECT_EQ(rows[1].schema, kResultsSchemaVersion);
+}
+
+TEST(ResultsCsv, SamplesRoundTrip) {
+  const fs::path path = write_temp("samples.csv", samples_csv({{"lior_step", "small", "kokkos", "cpu",
+                                                               "baseline", 4, 0.125, "trainer2"}}));
+  const std::vector<SampleRow> rows = read_samples_csv(path.string());
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].backend, "kokkos");
+  EXPECT_EQ(rows[0].rep, 4);
+  EXPECT_DOUBLE_EQ(rows[0].ms, 0.125);
+}
+
+TEST(ResultsCsv, MalformedNumberNamesFileLineAndColumn) {
+  std::string text = results_csv({sample_row()});
+  const size_t at = text.find("1.25");
+  text.replace(at, 4, "fast");
+  const fs::path path = write_temp("malformed.csv", text);
+  try {
+    read_results_csv(path.string());
+    FAIL() << "malformed CSV was accepted";
+  } catch (const InputError& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find(path.string()), std::string::npos) << message;
+    EXPECT_NE(message.find("line 2"), std::string::npos) << message;
+    EXPECT_NE(message.find("median_ms"), std::string::npos) << message;
+  }
+}
+
+TEST(ResultsCsv, FileWithoutContractColumnsIsRejected) {
+  const fs::path path = write_temp("other.csv", "a,b,c\n1,2,3\n");
+  EXPECT_THROW(read_results_csv(path.string()), InputError);
+}
+
+TEST(ResultsCsv, MissingFileIsAnInputError) {
+  EXPECT_THROW(read_results_csv("/nonexistent/results.csv"), InputError);
+}
+
+TEST(ResultsCsv, OlderFilesWithoutAddedColumnsStillLoad) {
+  // Only the contract's columns: the added ones take their defaults.
+  const std::string full = results_csv({sample_row()});
+  const fs::path path = write_temp("contract-only.csv", [&] {
+    std::string out;
+    std::istringstream in(full);
+    for (std::string line; std::getline(in, line);) {
+      // keep the first 32 columns (the contract), splitting on commas outside quotes
+      int column = 0;
+      bool quoted = false;
+      std::string kept;
+      for (char c : line) {
+        if (c == '"') quoted = !quoted;
+        if (c == ',' && !quoted && ++column == 32) break;
+        kept += c;
+      }
+      out += kept + "\n";
+    }
+    return out;
+  }());
+  const auto rows = read_results_csv(path.string());
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].threads, 2);
+  EXPECT_TRUE(rows[0].shape.empty());
+}
+
+}  // namespace
+}  // namespace pb

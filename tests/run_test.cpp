@@ -1,0 +1,162 @@
+// End to end through the executable: `run --quick` writes the four files of the contract with
+// the numbers users read; a crashing variant does not take the others down; `dump` round-trips
+// through numpy and an independent implementation.
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <thread>
+
+#include "phasebench/results.hpp"
+#include "process.hpp"
+
+namespace pb {
+namespace {
+namespace fs = std::filesystem;
+using testing::fresh_temp_path;
+using testing::run_phasebench;
+
+nlohmann::json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+// One quick run shared by the tests below (a run takes seconds; the checks are many).
+class QuickRun : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    out_ = new fs::path(fresh_temp_path("quick-run"));
+    result_ = new testing::ProcessResult(
+        run_phasebench("run --quick --size small --filter trainer2/lior_step --out " + out_->string()));
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*out_);
+    delete out_;
+    delete result_;
+  }
+  static std::vector<ResultRow> rows() { return read_results_csv((*out_ / "results.csv").string()); }
+  static fs::path* out_;
+  static testing::ProcessResult* result_;
+};
+fs::path* QuickRun::out_ = nullptr;
+testing::ProcessResult* QuickRun::result_ = nullptr;
+
+TEST_F(QuickRun, SucceedsAndWritesTheFourFiles) {
+  ASSERT_EQ(result_->exit_code, 0) << result_->output;
+  for (const char* file : {"results.csv", "samples.csv", "machine.json", "benchmark.json"})
+    EXPECT_TRUE(fs::exists(*out_ / file)) << file;
+  EXPECT_NE(result_->output.find(out_->string()), std::string::npos) << "prints where results are";
+  for (const auto& entry : fs::directory_iterator(out_->parent_path()))
+    EXPECT_EQ(entry.path().string().find(out_->string() + ".partial"), std::string::npos)
+        << "staging directory left behind: " << entry.path();
+}
+
+TEST_F(QuickRun, EveryRowIsOkOrSaysWhyItCouldNotRun) {
+  ASSERT_EQ(result_->exit_code, 0) << result_->output;
+  for (const ResultRow& row : rows()) {
+    const std::string name = row.backend + "/" + row.device + "/" + row.phase;
+    if (row.status == "SKIPPED" || row.status == "UNSUPPORTED") {
+      EXPECT_FALSE(row.reason.empty()) << name;
+      continue;
+    }
+    EXPECT_EQ(row.status, "OK") << name << ": " << row.reason;
+    EXPECT_EQ(row.reps, 3) << name;
+    EXPECT_GT(row.median_ms, 0) << name;
+    EXPECT_LE(row.min_ms, row.median_ms) << name;
+    EXPECT_GE(row.max_ms, row.median_ms) << name;
+    EXPECT_LE(row.ci_low_ms, row.ci_high_ms) << name;
+    EXPECT_LE(row.rel_l2_err, row.tolerance) << name;
+    EXPECT_FALSE(std::isnan(row.speedup_vs_reference)) << name;
+    EXPECT_LE(row.speedup_vs_reference_ci_low, row.speedup_vs_reference_ci_high) << name;
+    EXPECT_FALSE(std::isnan(row.speedup_vs_phase0)) << name;
+    EXPECT_FALSE(std::isnan(row.host_syncs_per_iter)) << name;
+    EXPECT_FALSE(std::isnan(row.ops_per_iter)) << name;
+    EXPECT_GT(row.gb_per_s, 0) << name;
+    EXPECT_GE(row.threads, 1) << name;
+    if (row.backend == "reference") EXPECT_EQ(row.threads, 1) << name;
+    if (row.backend == "torch" || row.backend == "onednn")  // --threads defaults to all cores
+      EXPECT_EQ(row.threads, static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) << name;
+  }
+}
+
+// The property the seed is about: three host reads per step before, one after.
+TEST_F(QuickRun, HostSyncsFallFromThreeToOne) {
+  ASSERT_EQ(result_->exit_code, 0) << result_->output;
+  int checked = 0;
+  for (const ResultRow& row : rows()) {
+    if (row.status != "OK" || row.backend == "reference") continue;
+    const std::string name = row.backend + "/" + row.device + "/" + row.phase;
+    if (row.phase_index == 0) EXPECT_GE(row.host_syncs_per_iter, 3) << name;
+    else EXPECT_EQ(row.host_syncs_per_iter, 1) << name;
+    EXPECT_GT(row.ops_per_iter, 0) << name << ": dispatched operations must be counted";
+    if (row.phase_index > 0) {
+      EXPECT_FALSE(std::isnan(row.speedup_vs_prev)) << name;
+      EXPECT_FALSE(std::isnan(row.claimed_min)) << name << ": the seed's claim belongs in the row";
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 0) << "no optimized backend ran";
+}
+
+TEST_F(QuickRun, SamplesAndMetadataMatchTheRows) {
+  ASSERT_EQ(result_->exit_code, 0) << result_->output;
+  size_t expected_samples = 0;
+  for (const ResultRow& row : rows()) expected_samples += static_cast<size_t>(row.reps);
+  EXPECT_EQ(read_samples_csv((*out_ / "samples.csv").string()).size(), expected_samples);
+  const nlohmann::json machine = read_json(*out_ / "machine.json");
+  EXPECT_EQ(machine["fingerprint"].get<std::string>().size(), 12u);
+  EXPECT_TRUE(machine["backends"].contains("reference"));
+  EXPECT_FALSE(machine["cpu"]["model"].get<std::string>().empty());
+  const nlohmann::json benchmark = read_json(*out_ / "benchmark.json");
+  EXPECT_EQ(benchmark["benchmarks"].size(), expected_samples);  // one per timed repetition
+}
+
+TEST(Isolation, ACrashingVariantIsAnErrorRowAndTheOthersStillRun) {
+  const fs::path out = fresh_temp_path("crash-run");
+  const auto result = run_phasebench("run --quick --size small --filter trainer2/lior_step --out " + out.string(),
+                                     "PHASEBENCH_INJECT_CRASH=reference/cpu/0_serial_fp32");
+  EXPECT_EQ(result.exit_code, 1) << result.output;  // an ERROR row fails the run
+  const auto rows = read_results_csv((out / "results.csv").string());
+  int others_ok = 0;
+  bool crashed_row_seen = false;
+  for (const ResultRow& row : rows) {
+    if (row.backend == "reference") {
+      crashed_row_seen = true;
+      EXPECT_EQ(row.status, "ERROR");
+      EXPECT_NE(row.reason.find("crashed"), std::string::npos) << row.reason;
+      EXPECT_NE(row.reason.find("Segmentation fault"), std::string::npos) << row.reason;
+    } else if (row.status == "OK") {
+      ++others_ok;
+      EXPECT_FALSE(std::isnan(row.median_ms));
+    }
+  }
+  EXPECT_TRUE(crashed_row_seen);
+  if (rows.size() > 1) EXPECT_GT(others_ok, 0) << result.output;
+  fs::remove_all(out);
+}
+
+TEST(Dump, NumpyLoadsItAndAnIndependentImplementationAgrees) {
+  const fs::path out = fresh_temp_path("dump");
+  const auto dumped = run_phasebench("dump --workload trainer2/lior_step --size small --seed 9 --out " + out.string());
+  ASSERT_EQ(dumped.exit_code, 0) << dumped.output;
+  const nlohmann::json manifest = read_json(out / "manifest.json");
+  EXPECT_EQ(manifest["workload"], "trainer2/lior_step");
+  EXPECT_EQ(manifest["seed"], 9);
+  EXPECT_EQ(manifest["arrays"].size(), 8u);  // v, R, g + five outputs
+  const std::string command = std::string("/usr/bin/python3 ") + PHASEBENCH_TESTS_DIR +
+                              "/python/check_lior_step_dump.py " + out.string() + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[1024];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+  EXPECT_EQ(pclose(pipe), 0) << output;
+  EXPECT_NE(output.find("agree"), std::string::npos) << output;
+  fs::remove_all(out);
+}
+
+}  // namespace
+}  // namespace pb
