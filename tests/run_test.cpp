@@ -92,10 +92,10 @@ TEST_F(QuickRun, HostSyncsFallFromThreeToOne) {
     if (row.phase_index == 0) EXPECT_GE(row.host_syncs_per_iter, 3) << name;
     else EXPECT_EQ(row.host_syncs_per_iter, 1) << name;
     EXPECT_GT(row.ops_per_iter, 0) << name << ": dispatched operations must be counted";
-    if (row.phase_index > 0) {
-      EXPECT_FALSE(std::isnan(row.speedup_vs_prev)) << name;
+    if (row.phase_index > 0) EXPECT_FALSE(std::isnan(row.speedup_vs_prev)) << name;
+    // Phases 1..7 are the seed's, with its claims; phases after 7 go beyond it and claim nothing.
+    if (row.phase_index > 0 && row.phase_index <= 7)
       EXPECT_FALSE(std::isnan(row.claimed_min)) << name << ": the seed's claim belongs in the row";
-    }
     ++checked;
   }
   EXPECT_GT(checked, 0) << "no optimized backend ran";

@@ -62,11 +62,11 @@ int list(const Selection& selection) {
     if (mine.empty()) continue;
     std::cout << "  " << workload->full_name() << ": " << workload->description() << "\n";
     for (const PhaseInfo& phase : workload->phases())
-      std::cout << "      phase " << phase.index << " " << std::left << std::setw(18) << phase.name
+      std::cout << "      phase " << phase.index << " " << std::left << std::setw(22) << phase.name
                 << (phase.exact ? "exact   " : "approx  ") << std::setw(20) << claim_text(phase)
                 << phase.description << "\n";
     for (const Case* c : mine)
-      std::cout << "      variant " << std::setw(48) << c->id() + " [" + c->device + "]"
+      std::cout << "      variant " << std::setw(62) << c->id() + " [" + c->device + "]"
                 << (c->device_unavailable_reason.empty() ? "runs here" : "SKIPPED: " + c->device_unavailable_reason)
                 << "\n";
   }
@@ -92,17 +92,17 @@ std::string speedup_text(double value, double low, double high) {
 
 void print_summary(const std::vector<ResultRow>& rows) {
   std::cout << std::left << std::setw(60) << "case" << std::setw(12) << "status" << std::setw(11)
-            << "median_ms" << std::setw(22) << "vs phase0 [95% CI]" << std::setw(22)
-            << "vs reference" << std::setw(7) << "syncs" << "ops\n";
+            << "median_ms" << std::setw(28) << "vs phase0 [95% CI]" << std::setw(28)
+            << "vs reference" << std::setw(8) << "syncs" << "ops\n";
   for (const ResultRow& row : rows) {
     const std::string name = row.suite + "/" + row.workload + "/" + row.backend + "/" + row.device +
                              "/" + std::to_string(row.phase_index) + "_" + row.phase;
     std::cout << std::setw(60) << name << std::setw(12) << row.status << std::setw(11)
-              << format(row.median_ms) << std::setw(22)
+              << format(row.median_ms) << std::setw(28)
               << speedup_text(row.speedup_vs_phase0, row.speedup_vs_phase0_ci_low, row.speedup_vs_phase0_ci_high)
-              << std::setw(22)
+              << std::setw(28)
               << speedup_text(row.speedup_vs_reference, row.speedup_vs_reference_ci_low, row.speedup_vs_reference_ci_high)
-              << std::setw(7) << format(row.host_syncs_per_iter) << format(row.ops_per_iter) << "\n";
+              << std::setw(7) << format(row.host_syncs_per_iter) << " " << format(row.ops_per_iter) << "\n";
     if (!row.reason.empty() && row.status != "OK") std::cout << "    reason: " << row.reason << "\n";
   }
 }

@@ -79,6 +79,9 @@ class LiorStep final : public Workload {
          "the three means gathered on the device and read with one transfer (1 host sync)", true,
          1.03, 1.05},
         {3, "fused_lior_spd", "s computed once and returned with dlior", true, 1.02, 1.03},
+        {8, "fused_quadratic_form",
+         "beyond the seed: the quadratic form, clamp, +eps and sqrt fused into as few operations "
+         "as the backend allows (where phase 3 still runs them op by op)"},
     };
   }
 
