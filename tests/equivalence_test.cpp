@@ -10,6 +10,7 @@
 #include "case_runner.hpp"
 #include "phasebench/runner.hpp"
 #include "reference/trainer2/lior_step.hpp"
+#include "suites/trainer2/lior_step_outputs.hpp"
 
 namespace pb {
 namespace {
@@ -68,11 +69,7 @@ class BrokenLiorStep final : public Variant {
                                    s_.data(), bug_ == Bug::SkipsDlior ? scratch(rows_) : dlior_.data());
   }
   ArrayMap outputs() override {
-    return {{"s", HostArray::from_floats({rows_}, s_.data(), rows_)},
-            {"dlior", HostArray::from_floats({rows_}, dlior_.data(), rows_)},
-            {"mean_dlior", HostArray::scalar(means_.mean_dlior)},
-            {"mean_R", HostArray::scalar(means_.mean_R)},
-            {"mean_s", HostArray::scalar(means_.mean_s)}};
+    return suites::trainer2::lior_step_outputs(rows_, s_.data(), dlior_.data(), means_);
   }
 
  private:

@@ -14,6 +14,7 @@
 // Nothing is allocated in run(): every View and host mirror is made in setup().
 
 #include "reference/trainer2/lior_step.hpp"
+#include "suites/trainer2/lior_step_outputs.hpp"
 
 #include <limits>
 #include <stdexcept>
@@ -156,11 +157,7 @@ class LiorStepKokkos final : public Variant {
   ArrayMap outputs() override {
     const auto s = copy_for_outputs(s_);
     const auto dlior = copy_for_outputs(dlior_);
-    return {{"s", HostArray::from_floats({rows_}, s.data(), rows_)},
-            {"dlior", HostArray::from_floats({rows_}, dlior.data(), rows_)},
-            {"mean_dlior", HostArray::scalar(means_.mean_dlior)},
-            {"mean_R", HostArray::scalar(means_.mean_R)},
-            {"mean_s", HostArray::scalar(means_.mean_s)}};
+    return suites::trainer2::lior_step_outputs(rows_, s.data(), dlior.data(), means_);
   }
 
  private:

@@ -2,6 +2,7 @@
 // that speedup_vs_reference divides by. Math: reference/trainer2/lior_step.hpp.
 
 #include "reference/trainer2/lior_step.hpp"
+#include "suites/trainer2/lior_step_outputs.hpp"
 
 #include <limits>
 
@@ -36,11 +37,7 @@ class LiorStepReference final : public Variant {
   }
 
   ArrayMap outputs() override {
-    return {{"s", HostArray::from_floats({rows_}, s_.data(), rows_)},
-            {"dlior", HostArray::from_floats({rows_}, dlior_.data(), rows_)},
-            {"mean_dlior", HostArray::scalar(means_.mean_dlior)},
-            {"mean_R", HostArray::scalar(means_.mean_R)},
-            {"mean_s", HostArray::scalar(means_.mean_s)}};
+    return suites::trainer2::lior_step_outputs(rows_, s_.data(), dlior_.data(), means_);
   }
 
  private:
