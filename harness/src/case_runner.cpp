@@ -1,5 +1,10 @@
 #include "case_runner.hpp"
 
+#include <cstdlib>
+#include <regex>
+
+#include "phasebench/errors.hpp"
+
 namespace pb::detail {
 
 Problem make_problem(const Workload& workload, SizeClass size, uint64_t seed) {
@@ -41,6 +46,8 @@ void prepare(LiveCase& live, const Problem& problem, int threads) {
       return;
     }
     live.variant->setup(problem.inputs);
+    live.injected_slowdown =
+        slowdown_injected_into(live.spec.row_name(), std::getenv("PHASEBENCH_INJECT_SLOWDOWN"));
   } catch (const std::exception& error) {
     record_error(live, "setup", error);
   }
@@ -84,7 +91,27 @@ double timed_iteration(LiveCase& live) {
   const auto start = Clock::now();
   live.variant->run();
   backend.synchronize(live.spec.device);
+  if (live.injected_slowdown > 0) {  // busy-wait inside the timed region: a slower variant
+    const auto until = start + (Clock::now() - start) * (1 + live.injected_slowdown);
+    while (Clock::now() < until) {
+    }
+  }
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+double slowdown_injected_into(const std::string& row_name, const char* spec) {
+  if (!spec || !*spec) return 0;
+  const std::string text = spec;
+  const size_t colon = text.rfind(':');
+  char* end = nullptr;
+  const double fraction = colon == std::string::npos ? 0 : std::strtod(text.c_str() + colon + 1, &end);
+  if (colon == std::string::npos || end == text.c_str() + colon + 1 || *end != '\0' || !(fraction >= 0))
+    throw InputError("PHASEBENCH_INJECT_SLOWDOWN='" + text + "' is not <regex>:<fraction>, e.g. 'kokkos:0.25'");
+  try {
+    return std::regex_search(row_name, std::regex(text.substr(0, colon))) ? fraction : 0;
+  } catch (const std::regex_error& error) {
+    throw InputError("PHASEBENCH_INJECT_SLOWDOWN: bad regular expression: " + std::string(error.what()));
+  }
 }
 
 }  // namespace pb::detail

@@ -28,6 +28,7 @@ struct LiveCase {
   CheckResult check;
   counters::Totals counts;
   bool counted = false;
+  double injected_slowdown = 0;  // test-only: see slowdown_injected_into()
 };
 
 /// Constructs and sets up the variant, or records why it cannot run (SKIPPED/UNSUPPORTED/ERROR).
@@ -39,6 +40,12 @@ void count(LiveCase& live);
 
 /// One timed iteration: synchronize, run, synchronize; milliseconds.
 double timed_iteration(LiveCase& live);
+
+/// Test-only fault injection, to measure how well `compare` catches slowdowns: with
+/// PHASEBENCH_INJECT_SLOWDOWN="<regex>:<fraction>" (e.g. "kokkos/cpu/3_:0.25"), timed iterations
+/// of cases whose row name matches the regex take (1 + fraction) times as long. Returns that
+/// fraction for `row_name` (0 when unset or not matching); throws InputError on a malformed value.
+double slowdown_injected_into(const std::string& row_name, const char* spec);
 
 /// Drops the variant and records an ERROR with the exception's text.
 void record_error(LiveCase& live, const std::string& stage, const std::exception& error);

@@ -7,7 +7,9 @@
 #include <thread>
 
 #include "commands.hpp"
+#include "compare_cli.hpp"
 #include "phasebench/errors.hpp"
+#include "report_cli.hpp"
 
 namespace pb {
 namespace {
@@ -31,6 +33,13 @@ bool is_command(const CLI::App& app, const std::string& word) {
   for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; }))
     if (command->get_name() == word) return true;
   return false;
+}
+
+std::string command_names(const CLI::App& app) {
+  std::string names;
+  for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; }))
+    names += (names.empty() ? "" : ", ") + command->get_name();
+  return names;
 }
 
 }  // namespace
@@ -58,6 +67,7 @@ int run_cli(int argc, char** argv) {
   run->add_option("--seed", run_command.options.seed, "input seed (default 1)");
   run->add_flag("--quick", run_command.options.quick, "3 short repetitions: a smoke test, not a measurement");
   run->add_option("--out", run_command.out_dir, "run directory to create (must not exist)");
+  add_shard_option(*run, run_command.options.selection);
   run->add_option("--worker-journal", run_command.worker_journal)->group("");  // internal
   run->add_option("--crashed-file", run_command.crashed_file)->group("");      // internal
   run->add_option("--run-id", run_command.options.run_id)->group("");          // internal
@@ -81,9 +91,12 @@ int run_cli(int argc, char** argv) {
   dump->add_option("--seed", dump_command.seed, "input seed (default 1)");
   dump->add_option("--out", dump_command.out_dir, "directory to create (must not exist)")->required();
 
+  RegressionCommands regression_commands(app);  // compare, merge, baseline
+  ReportCommand report_command(app);
+
   if (argc > 1 && argv[1][0] != '-' && !is_command(app, argv[1])) {
     std::cerr << "phasebench: error: unknown command '" << argv[1]
-              << "' (commands: list, run, verify, dump; see --help)\n";
+              << "' (commands: " << command_names(app) << "; see --help)\n";
     return 2;
   }
   try {
@@ -108,6 +121,8 @@ int run_cli(int argc, char** argv) {
       dump_command.size = size_from(dump_size);
       return commands::dump(dump_command);
     }
+    if (const auto code = regression_commands.run_chosen()) return *code;
+    if (const auto code = report_command.run_chosen()) return *code;
   } catch (const InputError& error) {
     std::cerr << "phasebench: error: " << error.what() << "\n";
     return 2;

@@ -17,6 +17,7 @@
 #include "phasebench/files.hpp"
 #include "phasebench/machine.hpp"
 #include "phasebench/npy.hpp"
+#include "roofline.hpp"
 
 namespace pb::commands {
 namespace fs = std::filesystem;
@@ -125,18 +126,22 @@ void maybe_inject_crash(const std::string& row_name) {
   if (pattern && *pattern && std::regex_search(row_name, std::regex(pattern))) std::raise(SIGSEGV);
 }
 
-int write_run(const RunCommand& command, const RunOutcome& outcome) {
+int write_run(const RunCommand& command, RunOutcome outcome, const roofline::Ceilings& ceilings) {
   const fs::path final_dir = command.out_dir.empty()
                                  ? fresh_run_directory("results/runs", command.options.run_id)
                                  : fs::path(command.out_dir);
   StagedDirectory dir(final_dir);
   const fs::path staging = dir.staging_path();
+  roofline::add_roofline_pct(outcome.rows, ceilings);
   write_file_atomically(staging / "results.csv", results_csv(outcome.rows));
   write_file_atomically(staging / "samples.csv", samples_csv(outcome.samples));
   write_file_atomically(staging / "benchmark.json", outcome.benchmark_json);
   nlohmann::json machine = collect_machine_metadata({command.options.threads});
   machine["run_id"] = command.options.run_id;
   machine["results_schema"] = kResultsSchemaVersion;
+  if (const Selection& s = command.options.selection; s.shard_count > 1)  // read by `merge`
+    machine["shard"] = {{"index", s.shard_index}, {"count", s.shard_count}};
+  machine["roofline"] = roofline::to_json(ceilings);
   write_file_atomically(staging / "machine.json", machine.dump(2) + "\n");
   dir.commit();
   print_summary(outcome.rows);
@@ -158,7 +163,9 @@ int run_worker(RunCommand command) {
     command.options.journal = maybe_inject_crash;
   }
   command.options.crashed = read_crashed(command.crashed_file);
-  return write_run(command, execute_run(command.options));
+  // Measured (or read from the cache) before any variant runs, as DESIGN.md says: at start.
+  const roofline::Ceilings ceilings = roofline::cached_or_measured(command.options.threads, std::cerr);
+  return write_run(command, execute_run(command.options), ceilings);
 }
 
 std::string last_line(const std::string& path) {

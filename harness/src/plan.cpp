@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "phasebench/errors.hpp"
 #include "phasebench/runner.hpp"
@@ -48,6 +49,10 @@ void validate(const Selection& selection) {
     for (const auto& workload : registered_workloads()) known |= workload->suite() == selection.suite;
     if (!known) throw InputError("unknown suite '" + selection.suite + "' (see `phasebench list`)");
   }
+  const int shard = selection.shard_index, shards = selection.shard_count;
+  if (shards < 1 || shard < 1 || shard > shards)
+    throw InputError("--shard " + std::to_string(shard) + "/" + std::to_string(shards) +
+                     " is not i/n with 1 <= i <= n");
   for (const std::string& name : selection.backends)
     if (!find_backend(name))
       throw InputError("unknown backend '" + name + "' (see `phasebench list`; a backend that was "
@@ -60,6 +65,24 @@ std::regex compile_filter(const std::string& filter) {
   } catch (const std::regex_error& error) {
     throw InputError("--filter '" + filter + "' is not a valid regular expression: " + error.what());
   }
+}
+
+std::string ladder_key(const Case& c) {
+  return c.workload->full_name() + "/" + c.ladder->backend + "/" + c.device;
+}
+
+// The cases of the selection's shard (all of them when there is one shard).
+std::vector<Case> shard_of(std::vector<Case> cases, const Selection& selection) {
+  if (selection.shard_count <= 1) return cases;
+  std::set<std::string> keys;
+  for (const Case& c : cases) keys.insert(ladder_key(c));
+  const std::vector<std::string> sorted(keys.begin(), keys.end());
+  std::vector<Case> mine;
+  for (Case& c : cases) {
+    const auto position = std::lower_bound(sorted.begin(), sorted.end(), ladder_key(c)) - sorted.begin();
+    if (position % selection.shard_count + 1 == selection.shard_index) mine.push_back(std::move(c));
+  }
+  return mine;
 }
 
 }  // namespace
@@ -86,7 +109,7 @@ std::vector<Case> plan_cases(const Selection& selection, SizeClass size) {
       }
     }
   }
-  return cases;
+  return shard_of(std::move(cases), selection);
 }
 
 namespace {

@@ -7,6 +7,7 @@
 
 #include "case_runner.hpp"
 #include "phasebench/stats.hpp"
+#include "progress.hpp"
 #include "timing.hpp"
 
 namespace pb {
@@ -45,14 +46,26 @@ detail::TimingPlan timing_plan(const RunOptions& options) {
   return plan;
 }
 
-void progress(size_t index, size_t total, const std::string& what, const LiveCase& live) {
-  std::cerr << "[" << index + 1 << "/" << total << "] " << what << " " << live.spec.row_name() << ": "
-            << to_string(live.status) << (live.reason.empty() ? "" : " (" + live.reason + ")")
-            << "\n";
+void note_case(Progress& progress, size_t index, size_t total, const std::string& what, const LiveCase& live) {
+  progress.note("[" + std::to_string(index + 1) + "/" + std::to_string(total) + "] " + what + " " +
+                live.spec.row_name() + ": " + to_string(live.status) +
+                (live.reason.empty() ? "" : " (" + live.reason + ")"));
+}
+
+// Warm-up and timing as progress stages. Each timed repetition lasts at least min_rep_ms (its
+// iterations are calibrated for that), each warm-up at least warmup_ms: the expected paces,
+// until measured ones replace them.
+std::vector<Progress::Stage> timing_stages(const std::vector<LiveCase>& cases, const detail::TimingPlan& plan) {
+  const size_t timed = std::count_if(cases.begin(), cases.end(), [](const LiveCase& live) {
+    return live.variant && live.status == Status::Ok;
+  });
+  return {{"warm-up", timed, 1.5 * plan.warmup_ms / 1e3},
+          {"timing", timed * static_cast<size_t>(plan.reps), 1.2 * plan.min_rep_ms / 1e3}};
 }
 
 // Brings every case up to "checked and counted" (or to the reason it cannot be).
-void prepare_all(std::vector<LiveCase>& cases, const RunOptions& options) {
+void prepare_all(std::vector<LiveCase>& cases, const RunOptions& options, Progress& progress) {
+  progress.plan({{"checking", cases.size(), 0.05}});
   std::map<std::string, detail::Problem> problems;  // per workload: inputs and oracle, made once
   for (size_t i = 0; i < cases.size(); ++i) {
     LiveCase& live = cases[i];
@@ -61,17 +74,18 @@ void prepare_all(std::vector<LiveCase>& cases, const RunOptions& options) {
     if (crashed != options.crashed.end()) {
       live.status = Status::Error;
       live.reason = crashed->second;
-      progress(i, cases.size(), "crashed", live);
+      note_case(progress, i, cases.size(), "crashed", live);
       continue;
     }
     const std::string key = live.spec.workload->full_name();
     if (!problems.count(key))
       problems[key] = detail::make_problem(*live.spec.workload, options.size, options.seed);
+    progress.step(live.spec.row_name());
     if (options.journal) options.journal(live.spec.row_name());
     detail::prepare(live, problems[key], options.threads);
     detail::check(live, problems[key]);
     if (live.status == Status::Ok) detail::count(live);
-    progress(i, cases.size(), "checked", live);
+    note_case(progress, i, cases.size(), "checked", live);
   }
 }
 
@@ -188,8 +202,19 @@ RunOutcome execute_run(const RunOptions& options) {
     return specs;
   }(), options.threads);
 
-  prepare_all(cases, options);
-  detail::Timings timings = detail::time_cases(cases, timing_plan(options), options.journal);
+  Progress progress = Progress::on_stderr();
+  prepare_all(cases, options, progress);
+  const detail::TimingPlan plan = timing_plan(options);
+  const std::vector<Progress::Stage> stages = timing_stages(cases, plan);
+  progress.plan(stages);
+  progress.note("timing: " + std::to_string(stages.front().steps) + " cases x " +
+                std::to_string(plan.reps) + " interleaved repetitions, about " +
+                format_duration(progress.seconds_left()));
+  // time_cases() announces every warm-up and repetition through the journal: one progress step each.
+  detail::Timings timings = detail::time_cases(cases, plan, [&](const std::string& row) {
+    progress.step(row);
+    if (options.journal) options.journal(row);
+  });
 
   RunOutcome outcome;
   outcome.benchmark_json = timings.benchmark_json;

@@ -1,6 +1,8 @@
 #include "phasebench/stats.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <numeric>
 #include <stdexcept>
 
 #include "phasebench/rng.hpp"
@@ -67,6 +69,89 @@ Ratio speedup(const std::vector<double>& baseline, const std::vector<double>& ca
   }
   ratio.ci = percentile_interval(std::move(ratios));
   return ratio;
+}
+
+// ---- rank tests ----------------------------------------------------------------------------------
+
+namespace {
+
+// Largest total sample count for the exact U distribution: its counts stay exact in a double.
+constexpr size_t kExactRankTestLimit = 40;
+
+struct RankSums {
+  double u_higher = 0;    // pairs (l, h) with h > l, ties counting one half
+  double tie_term = 0;    // sum of t^3 - t over groups of t tied values
+};
+
+RankSums rank_sums(const std::vector<double>& lower, const std::vector<double>& higher) {
+  std::vector<std::pair<double, bool>> pooled;  // (value, is from `higher`)
+  for (double v : lower) pooled.emplace_back(v, false);
+  for (double v : higher) pooled.emplace_back(v, true);
+  std::sort(pooled.begin(), pooled.end());
+  RankSums sums;
+  double rank_sum_higher = 0;
+  for (size_t first = 0; first < pooled.size();) {
+    size_t last = first;
+    while (last + 1 < pooled.size() && pooled[last + 1].first == pooled[first].first) ++last;
+    const double tied = static_cast<double>(last - first + 1);
+    const double average_rank = (static_cast<double>(first + last) + 2) / 2;  // ranks are 1-based
+    for (size_t i = first; i <= last; ++i)
+      if (pooled[i].second) rank_sum_higher += average_rank;
+    sums.tie_term += tied * tied * tied - tied;
+    first = last + 1;
+  }
+  const double n = static_cast<double>(higher.size());
+  sums.u_higher = rank_sum_higher - n * (n + 1) / 2;
+  return sums;
+}
+
+// P(U >= u) under the null, from the number of arrangements giving each U: the coefficients of
+// the Gaussian binomial [m+n choose m]_q, built as prod_{i=1..m} (1 - q^(n+i)) / (1 - q^i).
+double exact_upper_tail(size_t m, size_t n, double u) {
+  std::vector<double> counts(m * n + m + n + 1, 0.0);
+  counts[0] = 1;
+  for (size_t i = 1; i <= m; ++i) {
+    for (size_t k = counts.size(); k-- > n + i;) counts[k] -= counts[k - n - i];
+    for (size_t k = i; k < counts.size(); ++k) counts[k] += counts[k - i];
+  }
+  const double total = std::accumulate(counts.begin(), counts.begin() + m * n + 1, 0.0);
+  double tail = 0;
+  for (size_t k = static_cast<size_t>(std::ceil(u)); k <= m * n; ++k) tail += counts[k];
+  return tail / total;
+}
+
+double normal_upper_tail(size_t m, size_t n, const RankSums& sums) {
+  const double n1 = static_cast<double>(m), n2 = static_cast<double>(n), total = n1 + n2;
+  const double variance = n1 * n2 / 12 * ((total + 1) - sums.tie_term / (total * (total - 1)));
+  if (variance <= 0) return 1.0;  // every value tied: no evidence either way
+  const double z = (sums.u_higher - n1 * n2 / 2 - 0.5) / std::sqrt(variance);
+  return 0.5 * std::erfc(z / std::sqrt(2.0));
+}
+
+}  // namespace
+
+double mann_whitney_p_greater(const std::vector<double>& lower, const std::vector<double>& higher) {
+  require_samples(lower);
+  require_samples(higher);
+  const RankSums sums = rank_sums(lower, higher);
+  const bool exact = sums.tie_term == 0 && lower.size() + higher.size() <= kExactRankTestLimit;
+  if (exact) return exact_upper_tail(lower.size(), higher.size(), sums.u_higher);
+  return std::min(1.0, normal_upper_tail(lower.size(), higher.size(), sums));
+}
+
+std::vector<double> holm_adjust(const std::vector<double>& p_values) {
+  std::vector<size_t> order(p_values.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return p_values[a] < p_values[b]; });
+  std::vector<double> adjusted(p_values.size());
+  double running_max = 0;
+  for (size_t rank = 0; rank < order.size(); ++rank) {
+    const double scaled = static_cast<double>(order.size() - rank) * p_values[order[rank]];
+    running_max = std::max(running_max, std::min(1.0, scaled));
+    adjusted[order[rank]] = running_max;
+  }
+  return adjusted;
 }
 
 }  // namespace pb::stats

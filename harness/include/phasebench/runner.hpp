@@ -24,6 +24,11 @@ struct Selection {
   std::string suite;
   std::string filter;  // regex searched in "suite/workload/backend/phase"
   std::vector<std::string> backends;
+  // `run --shard i/n`: only the i-th (1-based) of n parts. Whole ladders (workload, backend,
+  // device) go to one part, round-robin over their sorted names, so every shard of the same
+  // selection and build agrees and speedups between phases stay within one shard.
+  int shard_index = 1;
+  int shard_count = 1;
 };
 
 /// One (workload, backend, device, phase) with its size: the unit every row describes.

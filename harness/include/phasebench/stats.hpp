@@ -36,4 +36,16 @@ Summary summarize(const std::vector<double>& samples);
 /// Speedup of `candidate` over `baseline` (time samples of each).
 Ratio speedup(const std::vector<double>& baseline, const std::vector<double>& candidate);
 
+// ---- rank tests (regression gate) ----------------------------------------------------------------
+
+/// One-sided Mann-Whitney U test: the p-value of "`higher` tends to be larger than `lower`".
+/// Exact (the U distribution by counting) when there are no ties and both sets are small;
+/// otherwise the normal approximation with tie and continuity correction. Needs no assumption
+/// about the shape of the timing distribution, and one outlier moves it little.
+double mann_whitney_p_greater(const std::vector<double>& lower, const std::vector<double>& higher);
+
+/// Holm-Bonferroni adjusted p-values (same order as `p_values`): rejecting every hypothesis whose
+/// adjusted p is <= alpha keeps the chance of any false rejection among them <= alpha.
+std::vector<double> holm_adjust(const std::vector<double>& p_values);
+
 }  // namespace pb::stats

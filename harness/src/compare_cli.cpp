@@ -1,0 +1,125 @@
+// `compare`, `merge`, `baseline` and `run --shard` on the command line (compare_cli.hpp).
+
+#include "compare_cli.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "baseline.hpp"
+#include "compare.hpp"
+#include "merge.hpp"
+#include "phasebench/files.hpp"
+#include "phasebench/runner.hpp"
+
+namespace pb {
+namespace {
+
+// "" when `text` is "i/n" with 1 <= i <= n, else what is wrong.
+std::string parse_shard(const std::string& text, int& index, int& count) {
+  const size_t slash = text.find('/');
+  try {
+    size_t used_i = 0, used_n = 0;
+    index = std::stoi(text.substr(0, slash), &used_i);
+    count = std::stoi(text.substr(slash + 1), &used_n);
+    if (slash != std::string::npos && used_i == slash && used_n == text.size() - slash - 1 && index >= 1 &&
+        index <= count)
+      return "";
+  } catch (const std::exception&) {
+  }
+  return "'" + text + "' is not i/n with 1 <= i <= n (e.g. --shard 2/4)";
+}
+
+}  // namespace
+
+void add_shard_option(CLI::App& run, Selection& selection) {
+  run.add_option_function<std::string>(
+         "--shard",
+         [&selection](const std::string& text) {
+           parse_shard(text, selection.shard_index, selection.shard_count);
+         },
+         "i/n: run only the i-th of n deterministic parts of the selection (join them with `merge`)")
+      ->check([](const std::string& text) {
+        int index = 0, count = 0;
+        return parse_shard(text, index, count);
+      });
+}
+
+struct RegressionCommands::Parsed {
+  CLI::App* compare = nullptr;
+  std::string base, fresh, markdown, mode = "time", ratio_to = "reference";
+  compare::Options options;
+
+  CLI::App* merge = nullptr;
+  merge::MergeOptions merge_options;
+
+  CLI::App* baseline = nullptr;
+  CLI::App* record = nullptr;
+  CLI::App* fingerprint = nullptr;
+  std::string run, root = baseline::kDefaultRoot;
+  bool refresh = false;
+};
+
+RegressionCommands::RegressionCommands(CLI::App& app) : parsed_(std::make_unique<Parsed>()) {
+  Parsed& p = *parsed_;
+  p.compare = app.add_subcommand("compare", "regression report between two runs; exit 1 on a regression");
+  p.compare->add_option("BASE", p.base, "the baseline: a run directory or its results.csv")->required();
+  p.compare->add_option("NEW", p.fresh, "the run to check: a run directory or its results.csv")->required();
+  p.compare->add_option("--threshold", p.options.threshold_pct,
+                        "percent slowdown a significant change must exceed to fail (default 5)")
+      ->check(CLI::Range(0.0, 1000.0));
+  p.compare->add_option("--alpha", p.options.alpha, "family-wise significance level, Holm-corrected (default 0.05)")
+      ->check(CLI::Range(1e-12, 0.5));
+  p.compare->add_option("--mode", p.mode, "time (same machine) or ratio (within-run ratios; any machines)")
+      ->check(CLI::IsMember({"time", "ratio"}));
+  p.compare->add_option("--ratio-to", p.ratio_to, "ratio mode divides by: reference (default) or phase0")
+      ->check(CLI::IsMember({"reference", "phase0"}));
+  p.compare->add_option("--markdown", p.markdown, "also write a Markdown summary (a pull-request comment) here");
+
+  p.merge = app.add_subcommand("merge", "join the shards of a run (`run --shard i/n`) into one run directory");
+  p.merge->add_option("RUN", p.merge_options.runs, "run directories (or results.csv) of the shards")->required();
+  p.merge->add_option("--out", p.merge_options.out_dir, "run directory to create (must not exist)")->required();
+  p.merge->add_flag("--allow-mixed", p.merge_options.allow_mixed, "merge runs from different machines anyway");
+
+  p.baseline = app.add_subcommand("baseline", "regression baselines under results/baselines/<fingerprint>/");
+  p.baseline->require_subcommand(1);
+  p.record = p.baseline->add_subcommand("record", "record RUN as the baseline of the machine it ran on");
+  p.record->add_option("RUN", p.run, "a passing run directory")->required();
+  p.record->add_option("--root", p.root, "baselines directory (default results/baselines)");
+  p.record->add_flag("--refresh", p.refresh, "replace an existing baseline of that machine");
+  p.fingerprint = p.baseline->add_subcommand("fingerprint", "print the hardware fingerprint of RUN (default: this machine)");
+  p.fingerprint->add_option("RUN", p.run, "a run directory");
+}
+
+RegressionCommands::~RegressionCommands() = default;
+
+std::optional<int> RegressionCommands::run_chosen() {
+  Parsed& p = *parsed_;
+  if (*p.compare) {
+    p.options.mode = p.mode == "ratio" ? compare::Mode::Ratio : compare::Mode::Time;
+    p.options.ratio_to = p.ratio_to == "phase0" ? compare::RatioBase::Phase0 : compare::RatioBase::Reference;
+    const compare::RunData base = compare::load_run(p.base), fresh = compare::load_run(p.fresh);
+    const compare::Comparison comparison = compare::compare_runs(base, fresh, p.options);
+    std::cout << compare::terminal_report(comparison);
+    if (!p.markdown.empty()) {
+      write_file_atomically(p.markdown, compare::markdown_report(comparison));
+      std::cout << "summary: " << p.markdown << "\n";
+    }
+    return comparison.failed() ? 1 : 0;
+  }
+  if (*p.merge) {
+    for (const std::string& line : merge::merge_runs(p.merge_options)) std::cout << line << "\n";
+    return 0;
+  }
+  if (*p.record) {
+    std::cout << "baseline recorded: " << baseline::record(p.run, p.root, p.refresh).string() << "\n";
+    return 0;
+  }
+  if (*p.fingerprint) {
+    std::cout << baseline::fingerprint(p.run) << "\n";
+    return 0;
+  }
+  return std::nullopt;
+}
+
+}  // namespace pb

@@ -1,0 +1,168 @@
+// `merge`: shards of one run joined into one run directory (merge.hpp).
+
+#include "merge.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <tuple>
+
+#include "compare.hpp"
+#include "phasebench/errors.hpp"
+#include "phasebench/files.hpp"
+
+namespace pb::merge {
+namespace {
+namespace fs = std::filesystem;
+using compare::RunData;
+
+struct ShardId {
+  int index = 0;  // 1-based; 0: the run was not a shard
+  int count = 0;
+};
+
+ShardId shard_of(const RunData& run) {
+  if (!run.machine.is_object() || !run.machine.contains("shard")) return {};
+  try {
+    return {run.machine["shard"].at("index").get<int>(), run.machine["shard"].at("count").get<int>()};
+  } catch (const nlohmann::json::exception&) {
+    throw InputError(run.label + ": machine.json's \"shard\" is not {\"index\": i, \"count\": n}");
+  }
+}
+
+// Returns whether the runs come from several machines (allowed only with --allow-mixed).
+bool check_machines(const std::vector<RunData>& runs, bool allow_mixed, std::vector<std::string>& notes) {
+  std::set<std::string> fingerprints;
+  std::string listing;
+  for (const RunData& run : runs) {
+    const std::string fingerprint = run.fingerprint().empty() ? "unknown" : run.fingerprint();
+    fingerprints.insert(fingerprint);
+    listing += "\n  " + fingerprint + "  " + run.label;
+  }
+  if (fingerprints.size() <= 1) return false;
+  if (!allow_mixed)
+    throw InputError("the runs come from different machines (or one lacks machine.json):" + listing +
+                     "\ntheir absolute times do not belong in one run; pass --allow-mixed to merge anyway");
+  notes.push_back("warning: merged runs of " + std::to_string(fingerprints.size()) +
+                  " machines; the merged fingerprint is \"mixed\"");
+  return true;
+}
+
+void check_shards(const std::vector<RunData>& runs, std::vector<std::string>& notes) {
+  std::map<int, std::string> seen;
+  int count = 0;
+  for (const RunData& run : runs) {
+    const ShardId shard = shard_of(run);
+    if (shard.index == 0) continue;
+    if (count && shard.count != count)
+      throw InputError(run.label + " is shard " + std::to_string(shard.index) + "/" + std::to_string(shard.count) +
+                       " but another input was cut into " + std::to_string(count) + " shards");
+    count = shard.count;
+    if (const auto [it, inserted] = seen.emplace(shard.index, run.label); !inserted)
+      throw InputError("shard " + std::to_string(shard.index) + "/" + std::to_string(count) + " given twice: " +
+                       it->second + " and " + run.label);
+  }
+  for (int index = 1; index <= count; ++index)
+    if (!seen.count(index))
+      notes.push_back("warning: shard " + std::to_string(index) + "/" + std::to_string(count) +
+                      " is not among the inputs: its cases are missing from the merged run");
+}
+
+struct Merged {
+  std::vector<ResultRow> rows;
+  std::vector<SampleRow> samples;
+};
+
+void add_samples(Merged& merged, const RunData& run, const ResultRow& row) {
+  const auto found = run.samples.find(compare::row_key(row));
+  if (found == run.samples.end()) return;
+  for (size_t rep = 0; rep < found->second.size(); ++rep)
+    merged.samples.push_back({row.workload, row.size, row.backend, row.device, row.phase, static_cast<int>(rep),
+                              found->second[rep], row.suite});
+}
+
+// Rows keep their own run_id, so `compare --mode ratio` knows which rows were timed together.
+Merged join_rows(const std::vector<RunData>& runs) {
+  Merged merged;
+  std::map<std::string, std::string> owner;  // row key -> the input it came from
+  for (const RunData& run : runs) {
+    for (const ResultRow& row : run.rows) {
+      const std::string key = compare::row_key(row);
+      if (const auto [it, inserted] = owner.emplace(key, run.label); !inserted) {
+        if (row.backend == "reference") continue;  // every shard times the reference: keep one
+        throw InputError(compare::row_name(row) + " is in both " + it->second + " and " + run.label +
+                         ": merge joins shards of one run, where each case runs in one shard");
+      }
+      merged.rows.push_back(row);
+      add_samples(merged, run, row);
+    }
+  }
+  const auto order = [](const ResultRow& r) {
+    return std::tie(r.suite, r.workload, r.size, r.backend, r.device, r.phase_index);
+  };
+  std::stable_sort(merged.rows.begin(), merged.rows.end(),
+                   [&](const ResultRow& a, const ResultRow& b) { return order(a) < order(b); });
+  return merged;
+}
+
+nlohmann::json merged_machine(const std::vector<RunData>& runs, bool mixed) {
+  nlohmann::json machine = runs.front().machine.is_object() ? runs.front().machine : nlohmann::json::object();
+  machine.erase("shard");
+  machine["run_id"] = make_run_id();
+  if (mixed) machine["fingerprint"] = "mixed";
+  machine["merged_from"] = nlohmann::json::array();
+  for (const RunData& run : runs) {
+    const ShardId shard = shard_of(run);
+    machine["merged_from"].push_back({{"run", run.label},
+                                      {"run_id", run.machine.value("run_id", "")},
+                                      {"fingerprint", run.fingerprint()},
+                                      {"shard", shard.index ? std::to_string(shard.index) + "/" +
+                                                                  std::to_string(shard.count) : ""}});
+  }
+  return machine;
+}
+
+// Google Benchmark's JSON of every input: the first context, every input's benchmarks.
+std::string merged_benchmark_json(const std::vector<RunData>& runs) {
+  nlohmann::json merged = {{"benchmarks", nlohmann::json::array()}};
+  for (const RunData& run : runs) {
+    const fs::path path = fs::path(run.results_path).parent_path() / "benchmark.json";
+    if (!fs::exists(path)) continue;
+    std::ifstream in(path);
+    const nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
+    if (json.is_discarded() || !json.is_object()) throw InputError(path.string() + " is not valid JSON");
+    if (!merged.contains("context") && json.contains("context")) merged["context"] = json["context"];
+    for (const auto& benchmark : json.value("benchmarks", nlohmann::json::array()))
+      merged["benchmarks"].push_back(benchmark);
+  }
+  return merged.dump(2) + "\n";
+}
+
+}  // namespace
+
+std::vector<std::string> merge_runs(const MergeOptions& options) {
+  if (fs::exists(options.out_dir))
+    throw InputError("--out " + options.out_dir + " already exists; phasebench never overwrites results");
+  std::vector<RunData> runs;
+  for (const std::string& path : options.runs) runs.push_back(compare::load_run(path));
+  std::stable_sort(runs.begin(), runs.end(),
+                   [](const RunData& a, const RunData& b) { return shard_of(a).index < shard_of(b).index; });
+  std::vector<std::string> notes;
+  const bool mixed = check_machines(runs, options.allow_mixed, notes);
+  check_shards(runs, notes);
+  const Merged merged = join_rows(runs);
+
+  StagedDirectory dir(options.out_dir);
+  write_file_atomically(dir.staging_path() / "results.csv", results_csv(merged.rows));
+  write_file_atomically(dir.staging_path() / "samples.csv", samples_csv(merged.samples));
+  write_file_atomically(dir.staging_path() / "benchmark.json", merged_benchmark_json(runs));
+  write_file_atomically(dir.staging_path() / "machine.json", merged_machine(runs, mixed).dump(2) + "\n");
+  dir.commit();
+  notes.push_back("merged " + std::to_string(runs.size()) + " runs into " + options.out_dir + ": " +
+                  std::to_string(merged.rows.size()) + " rows, " + std::to_string(merged.samples.size()) +
+                  " samples");
+  return notes;
+}
+
+}  // namespace pb::merge

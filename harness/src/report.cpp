@@ -1,0 +1,118 @@
+#include "report.hpp"
+
+#include <filesystem>
+
+#include "phasebench/errors.hpp"
+#include "phasebench/files.hpp"
+#include "report_html.hpp"
+#include "report_sections.hpp"
+
+namespace pb::report {
+namespace fs = std::filesystem;
+namespace {
+
+// Inline, so the file stands alone: opened from disk, mailed, or archived by CI.
+const char* const kStyle = R"css(
+:root { --ink: #1d2329; --muted: #5b6670; --line: #d9dee3; --panel: #ffffff; --page: #f4f6f8; }
+* { box-sizing: border-box; }
+body { margin: 0; background: var(--page); color: var(--ink);
+       font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; }
+header, main { max-width: 1240px; margin: 0 auto; padding: 0 20px; }
+header { padding-top: 18px; }
+h1 { font-size: 24px; margin: 0 0 2px; }
+h2 { font-size: 19px; margin: 0 0 6px; }
+h3 { font-size: 15px; margin: 18px 0 6px; color: #2b3640; }
+.sub, .note, figcaption, .meta { color: var(--muted); font-weight: normal; }
+.sub { font-size: 14px; margin-left: 8px; }
+nav { margin: 8px 0 0; }
+nav a { display: inline-block; margin: 0 10px 4px 0; color: #0b5cab; text-decoration: none; }
+nav a:hover { text-decoration: underline; }
+section { background: var(--panel); border: 1px solid var(--line); border-radius: 8px; padding: 14px 18px;
+          margin: 14px 0; }
+.charts { display: flex; flex-wrap: wrap; gap: 12px; }
+figure { margin: 0; }
+figcaption { font-size: 13px; margin-bottom: 2px; }
+table { border-collapse: collapse; margin: 6px 0; font-size: 13px; }
+th, td { border-bottom: 1px solid var(--line); padding: 3px 10px 3px 0; text-align: left; vertical-align: top; }
+th { color: var(--muted); font-weight: 600; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.differs { background: #fff4d6; }
+td.wrap { max-width: 520px; overflow-wrap: anywhere; }
+.status { display: inline-block; padding: 0 6px; border-radius: 4px; font-size: 12px; font-weight: 600; }
+.status-ok { background: #dcf2e3; color: #17602e; }
+.status-fail, .status-mistrusted, .status-error { background: #fbdcdc; color: #8e1b1b; }
+.status-skipped, .status-unsupported { background: #e8eaed; color: #4a535c; }
+.verdict-below { color: #8e1b1b; font-weight: 600; }
+.verdict-above { color: #17602e; font-weight: 600; }
+.verdict-within { color: #2b3640; }
+details { margin: 8px 0; }
+summary { cursor: pointer; color: #0b5cab; }
+pre { background: #f7f8fa; border: 1px solid var(--line); padding: 8px; font-size: 12px;
+      white-space: pre-wrap; overflow-wrap: anywhere; max-height: 420px; overflow: auto; }
+svg.chart { background: #fff; }
+svg .grid { stroke: #eceff2; stroke-width: 1; }
+svg .axis { stroke: #8a939b; stroke-width: 1; }
+svg .baseline { stroke: #6b6b6b; stroke-dasharray: 4 3; stroke-width: 1; }
+svg .series { fill: none; stroke-width: 2; }
+svg .series.dashed { stroke-dasharray: 6 4; }
+svg .interval { stroke-width: 1.5; }
+svg .lollipop { stroke-width: 3; opacity: 0.45; }
+svg .ci-band { stroke-width: 6; opacity: 0.3; }
+svg .median-tick { stroke: #1d2329; stroke-width: 2; }
+svg .claim-band { opacity: 0.22; }
+svg .not-timed { fill: #8e1b1b; font-size: 15px; font-weight: 700; }
+svg .not-timed-hit { opacity: 0; }
+svg .point { stroke: #fff; stroke-width: 1; }
+svg .sample { opacity: 0.7; }
+svg text { fill: var(--ink); font-size: 11px; }
+svg .tick { fill: var(--muted); }
+svg .axis-label { fill: var(--muted); font-size: 12px; }
+svg .legend, svg .row-label, svg .annotation { font-size: 12px; }
+svg .baseline-label, svg .ceiling-label, svg .point-label { fill: #3d4750; font-size: 11px; }
+svg .note { fill: var(--muted); font-style: italic; }
+)css";
+
+std::string navigation(const std::vector<WorkloadKey>& keys) {
+  std::string links = "<a href=\"#runs\">Runs</a>";
+  for (const WorkloadKey& key : keys)
+    links += "<a href=\"#" + key.anchor() + "\">" + escape(key.name() + " (" + key.size + ")") + "</a>";
+  for (const char* section : {"roofline", "problems", "machines", "all-rows"})
+    links += "<a href=\"#" + std::string(section) + "\">" + section + "</a>";
+  return "<nav>" + links + "</nav>";
+}
+
+}  // namespace
+
+std::string render(const std::vector<Run>& runs) {
+  const Colors colors(runs);
+  const std::vector<WorkloadKey> keys = workloads(runs);
+  std::string page = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+                     "<title>phasebench report</title>\n<style>" + std::string(kStyle) + "</style>\n</head>\n<body>\n";
+  page += "<header><h1>phasebench report</h1><p class=\"meta\">" + std::to_string(runs.size()) + " run" +
+          (runs.size() == 1 ? "" : "s") + ", " + std::to_string(keys.size()) + " workload" +
+          (keys.size() == 1 ? "" : "s") + "; written by phasebench " + PHASEBENCH_VERSION +
+          ". Hover over a point for its numbers.</p>" + navigation(keys) + "</header>\n<main>\n";
+  page += runs_section(runs);
+  for (const WorkloadKey& key : keys) page += workload_section(runs, key, colors);
+  page += roofline_section(runs, colors);
+  page += problems_section(runs);
+  page += machines_section(runs);
+  page += all_rows_section(runs);
+  return page + "</main>\n</body>\n</html>\n";
+}
+
+void write_report(const std::vector<std::string>& run_paths, const std::string& out_path) {
+  const fs::path out(out_path);
+  if (fs::exists(out))
+    throw InputError("--out " + out_path + " already exists; phasebench never overwrites a report: choose a new name");
+  const fs::path directory = out.has_parent_path() ? out.parent_path() : fs::path(".");
+  if (!fs::is_directory(directory))
+    throw InputError("--out " + out_path + ": directory " + directory.string() + " does not exist");
+  const std::string html = render(load_runs(run_paths));
+  if (fs::exists(out))  // appeared while rendering: still never overwritten
+    throw InputError("--out " + out_path + " appeared while the report was being written");
+  write_file_atomically(out, html);
+}
+
+}  // namespace pb::report

@@ -1,0 +1,325 @@
+#include "report_charts.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "report_html.hpp"
+#include "report_svg.hpp"
+
+namespace pb::report {
+namespace {
+
+using svg::Canvas;
+using svg::Scale;
+
+// Plot area inside a chart: room on the left for tick labels, below for the x axis.
+struct Frame {
+  double left = 70, right, top = 30, bottom;
+};
+
+Frame frame_for(int width, int height, double left = 70, double bottom_room = 48) {
+  return {left, static_cast<double>(width) - 16, 30, static_cast<double>(height) - bottom_room};
+}
+
+std::string phase_label(const ResultRow& row) { return std::to_string(row.phase_index) + " " + row.phase; }
+
+std::string row_tooltip(const ResultRow& row) {
+  std::string text = row.suite + "/" + row.workload + " \xC2\xB7 " + ladder_name(row) + " \xC2\xB7 phase " +
+                     phase_label(row) + "\n";
+  if (!is_timed(row)) return text + row.status + (row.reason.empty() ? "" : ": " + row.reason);
+  text += "median " + format_ms(row.median_ms) + " " + format_interval(row.ci_low_ms, row.ci_high_ms, format_ms) +
+          " over " + std::to_string(row.reps) + " repetitions\n";
+  text += format_ratio(row.speedup_vs_reference) + " vs reference " +
+          format_interval(row.speedup_vs_reference_ci_low, row.speedup_vs_reference_ci_high, format_ratio);
+  if (!std::isnan(row.speedup_vs_prev))
+    text += "\n" + format_ratio(row.speedup_vs_prev) + " vs previous phase " +
+            format_interval(row.speedup_vs_prev_ci_low, row.speedup_vs_prev_ci_high, format_ratio);
+  text += "\nhost syncs " + format_number(row.host_syncs_per_iter) + ", ops " + format_number(row.ops_per_iter);
+  if (!std::isnan(row.roofline_pct)) text += ", " + format_number(row.roofline_pct) + "% of roofline";
+  return text;
+}
+
+// The ladders of `rows` (backend/device, in name order) and their rows in phase order.
+std::map<std::string, Rows> by_ladder(const Rows& rows, bool with_reference) {
+  std::map<std::string, Rows> ladders;
+  for (const ResultRow* row : rows)
+    if (with_reference || row->backend != "reference") ladders[ladder_name(*row)].push_back(row);
+  for (auto& entry : ladders)
+    std::sort(entry.second.begin(), entry.second.end(),
+              [](const ResultRow* a, const ResultRow* b) { return a->phase_index < b->phase_index; });
+  return ladders;
+}
+
+// Category positions for the phases, and a small sideways offset per ladder so that the
+// intervals of ladders at the same phase do not hide each other.
+struct PhaseAxis {
+  std::map<int, double> x;
+  double dodge = 0;
+};
+
+PhaseAxis phase_axis(const std::vector<int>& phases, const Frame& frame, size_t ladders) {
+  PhaseAxis axis;
+  const double step = (frame.right - frame.left) / static_cast<double>(std::max<size_t>(phases.size(), 1));
+  for (size_t i = 0; i < phases.size(); ++i) axis.x[phases[i]] = frame.left + step * (static_cast<double>(i) + 0.5);
+  axis.dodge = std::min(8.0, step / static_cast<double>(ladders + 2));
+  return axis;
+}
+
+void phase_ticks(Canvas& canvas, const PhaseAxis& axis, const Frame& frame, const std::string& label) {
+  std::vector<std::pair<double, std::string>> ticks;
+  for (const auto& [phase, x] : axis.x) ticks.emplace_back(x, std::to_string(phase));
+  svg::x_categories(canvas, ticks, frame.bottom);
+  canvas.line(frame.left, frame.bottom, frame.right, frame.bottom, "axis");
+  canvas.text((frame.left + frame.right) / 2, frame.bottom + 34, label, "axis-label", "middle");
+}
+
+std::vector<std::pair<std::string, std::string>> ladder_legend(const std::map<std::string, Rows>& ladders,
+                                                               const Colors& colors) {
+  std::vector<std::pair<std::string, std::string>> entries;
+  for (const auto& [name, rows] : ladders) entries.emplace_back(name, colors.of(rows.front()->backend));
+  return entries;
+}
+
+// A row that has a phase on the chart but no time: an "x" on the floor with its status.
+void not_timed_marker(Canvas& canvas, const ResultRow& row, double x, const Frame& frame, const std::string& color) {
+  canvas.text(x, frame.bottom - 6, "\xC3\x97", "not-timed", "middle");
+  canvas.rect(x - 5, frame.bottom - 16, 10, 12, color, "not-timed-hit", row_tooltip(row));
+}
+
+Range log_range_of(const std::vector<double>& values) { return svg::log_range(values, 1.3, 4); }
+
+}  // namespace
+
+std::vector<int> ladder_phases(const std::vector<Rows>& rows_per_run) {
+  std::set<int> phases;
+  for (const Rows& rows : rows_per_run)
+    for (const ResultRow* row : rows)
+      if (row->backend != "reference") phases.insert(row->phase_index);
+  return {phases.begin(), phases.end()};
+}
+
+Range speedup_range(const std::vector<Rows>& rows_per_run) {
+  std::vector<double> values{1.0};
+  for (const Rows& rows : rows_per_run)
+    for (const ResultRow* row : rows)
+      if (is_timed(*row))
+        values.insert(values.end(), {row->speedup_vs_reference, row->speedup_vs_reference_ci_low,
+                                     row->speedup_vs_reference_ci_high});
+  return log_range_of(values);
+}
+
+Range gain_range(const std::vector<Rows>& rows_per_run) {
+  std::vector<double> values{1.0};
+  for (const Rows& rows : rows_per_run)
+    for (const ResultRow* row : rows) {
+      if (!is_timed(*row) || row->backend == "reference") continue;
+      const ClaimCheck claim = check_claim(*row, rows);
+      values.insert(values.end(), {row->speedup_vs_prev, row->speedup_vs_prev_ci_low, row->speedup_vs_prev_ci_high,
+                                   claim.claimed_min, claim.claimed_max});
+    }
+  return log_range_of(values);
+}
+
+std::string ladder_chart(const Rows& rows, const std::vector<int>& phases, const Colors& colors, Range y_range,
+                         int width, const std::string& label) {
+  Canvas canvas(width, 330, "ladder", label);
+  const Frame frame = frame_for(width, 330);
+  const Scale y{y_range.first, y_range.second, frame.bottom, frame.top, true};
+  svg::y_axis(canvas, y, frame.left, frame.right, "speedup vs serial reference", format_ratio);
+  canvas.line(frame.left, y(1), frame.right, y(1), "baseline");
+  canvas.text(frame.right - 4, y(1) - 5, "serial reference", "baseline-label", "end");
+  const auto ladders = by_ladder(rows, false);
+  const PhaseAxis axis = phase_axis(phases, frame, ladders.size());
+  phase_ticks(canvas, axis, frame, "phase");
+  size_t index = 0;
+  for (const auto& [name, ladder_rows] : ladders) {
+    const std::string color = colors.of(ladder_rows.front()->backend);
+    const double shift = (static_cast<double>(index++) - static_cast<double>(ladders.size() - 1) / 2) * axis.dodge;
+    std::vector<svg::Point> line;
+    for (const ResultRow* row : ladder_rows) {
+      const double x = axis.x.at(row->phase_index) + shift;
+      if (!is_timed(*row)) {
+        not_timed_marker(canvas, *row, x, frame, color);
+        continue;
+      }
+      line.emplace_back(x, y(row->speedup_vs_reference));
+      if (!std::isnan(row->speedup_vs_reference_ci_low))
+        canvas.error_bar(x, y(row->speedup_vs_reference_ci_low), x, y(row->speedup_vs_reference_ci_high), color);
+    }
+    canvas.polyline(line, color, ladder_rows.front()->device != "cpu");
+    for (const ResultRow* row : ladder_rows)
+      if (is_timed(*row))
+        canvas.point(axis.x.at(row->phase_index) + shift, y(row->speedup_vs_reference), color, row_tooltip(*row));
+  }
+  svg::legend(canvas, frame.left, 16, ladder_legend(ladders, colors));
+  return canvas.str();
+}
+
+std::string claims_chart(const Rows& rows, const std::vector<int>& phases, const Colors& colors, Range y_range,
+                         int width, const std::string& label) {
+  Canvas canvas(width, 300, "claims", label);
+  const Frame frame = frame_for(width, 300);
+  const Scale y{y_range.first, y_range.second, frame.bottom, frame.top, true};
+  svg::y_axis(canvas, y, frame.left, frame.right, "gain over previous phase", format_ratio);
+  canvas.line(frame.left, y(1), frame.right, y(1), "baseline");
+  std::vector<int> gained(phases.size());
+  gained.erase(std::copy_if(phases.begin(), phases.end(), gained.begin(), [](int p) { return p > 0; }), gained.end());
+  const auto ladders = by_ladder(rows, false);
+  const PhaseAxis axis = phase_axis(gained, frame, ladders.size());
+  phase_ticks(canvas, axis, frame, "phase");
+  size_t index = 0;
+  for (const auto& [name, ladder_rows] : ladders) {
+    const std::string color = colors.of(ladder_rows.front()->backend);
+    const double shift = (static_cast<double>(index++) - static_cast<double>(ladders.size() - 1) / 2) * axis.dodge * 1.6;
+    for (const ResultRow* row : ladder_rows) {
+      if (!axis.x.count(row->phase_index) || !is_timed(*row) || std::isnan(row->speedup_vs_prev)) continue;
+      const double x = axis.x.at(row->phase_index) + shift;
+      const ClaimCheck claim = check_claim(*row, rows);
+      if (!std::isnan(claim.claimed_min))
+        canvas.rect(x - 6, y(claim.claimed_max), 12, y(claim.claimed_min) - y(claim.claimed_max) + 1, color,
+                    "claim-band", name + " phase " + phase_label(*row) + ": claimed " + claim.claim_text());
+      if (!std::isnan(row->speedup_vs_prev_ci_low))
+        canvas.error_bar(x, y(row->speedup_vs_prev_ci_low), x, y(row->speedup_vs_prev_ci_high), color);
+      canvas.point(x, y(row->speedup_vs_prev), color,
+                   row_tooltip(*row) + "\nclaimed " + claim.claim_text() + ": " + claim.text());
+    }
+  }
+  std::vector<std::pair<std::string, std::string>> entries = ladder_legend(ladders, colors);
+  svg::legend(canvas, frame.left, 16, entries);
+  return canvas.str();
+}
+
+std::string best_phase_chart(const std::vector<Run>& runs, const std::vector<Rows>& best_per_run, const Colors& colors) {
+  std::set<std::string> ladder_names;
+  std::vector<double> values{1.0};
+  for (const Rows& rows : best_per_run)
+    for (const ResultRow* row : rows) {
+      ladder_names.insert(ladder_name(*row));
+      values.insert(values.end(), {row->speedup_vs_reference, row->speedup_vs_reference_ci_low,
+                                   row->speedup_vs_reference_ci_high});
+    }
+  const double line_height = 20, group_gap = 10;
+  const int width = 1180;
+  const int height = static_cast<int>(50 + static_cast<double>(ladder_names.size()) *
+                                               (line_height * static_cast<double>(runs.size()) + group_gap));
+  Canvas canvas(width, height, "best-phase", "each backend at its fastest phase");
+  const double left = 190, right = width - 330.0, top = 12, bottom = height - 40.0;
+  const Range range = log_range_of(values);
+  const Scale x{range.first, range.second, left, right, true};
+  svg::x_axis(canvas, x, bottom, top, "speedup vs serial reference (log scale)", format_ratio);
+  canvas.line(x(1), top, x(1), bottom, "baseline");
+  double y = top + 14;
+  for (const std::string& ladder : ladder_names) {
+    for (size_t r = 0; r < runs.size(); ++r, y += line_height) {
+      const auto found = std::find_if(best_per_run[r].begin(), best_per_run[r].end(),
+                                      [&](const ResultRow* row) { return ladder_name(*row) == ladder; });
+      canvas.text(left - 8, y + 4, ladder + (runs.size() > 1 ? "  " + runs[r].letter : ""), "row-label", "end");
+      if (found == best_per_run[r].end()) {
+        canvas.text(left + 4, y + 4, "no timed phase", "note");
+        continue;
+      }
+      const ResultRow& row = **found;
+      const std::string color = colors.of(row.backend);
+      canvas.line(x(1), y, x(row.speedup_vs_reference), y, "lollipop", color);
+      if (!std::isnan(row.speedup_vs_reference_ci_low))
+        canvas.error_bar(x(row.speedup_vs_reference_ci_low), y, x(row.speedup_vs_reference_ci_high), y, color);
+      canvas.point(x(row.speedup_vs_reference), y, color, row_tooltip(row), 5.5);
+      canvas.text(right + 12, y + 4, format_ratio(row.speedup_vs_reference) + "  " + format_ms(row.median_ms) +
+                                         "  phase " + phase_label(row), "annotation");
+    }
+    y += group_gap;
+  }
+  return canvas.str();
+}
+
+namespace {
+
+struct RooflinePoint {
+  const ResultRow* row;
+  double intensity, gflop_per_s;
+};
+
+std::vector<RooflinePoint> roofline_points(const Run& run) {
+  std::vector<RooflinePoint> points;
+  for (const ResultRow& row : run.data.rows)
+    if (is_timed(row) && row.gflop_per_s > 0 && row.gb_per_s > 0)
+      points.push_back({&row, row.gflop_per_s / row.gb_per_s, row.gflop_per_s});
+  return points;
+}
+
+// The memory ceiling (bandwidth x intensity) up to the ridge point, then the compute ceiling.
+void draw_ceilings(Canvas& canvas, const roofline::Ceilings& ceilings, const Scale& x, const Scale& y) {
+  const double bandwidth = ceilings.bandwidth_gb_per_s, peak = ceilings.peak_gflop_per_s;
+  const double ridge = peak / bandwidth;
+  const double start = std::max(x.lo, y.lo / bandwidth);
+  canvas.polyline({{x(start), y(start * bandwidth)}, {x(ridge), y(peak)}, {x(x.hi), y(peak)}}, "#222", false);
+  canvas.text(x(x.hi) - 4, y(peak) - 6, format_number(peak) + " GFLOP/s fp32 (" + ceilings.compute_method + ")",
+              "ceiling-label", "end");
+  const double mid = std::sqrt(start * ridge);
+  const double angle = std::atan2(y(ridge) - y(start), x(ridge) - x(start)) * 180 / M_PI;
+  canvas.text(x(mid), y(mid * bandwidth) - 6, format_number(bandwidth) + " GB/s", "ceiling-label", "middle", angle);
+}
+
+}  // namespace
+
+std::string roofline_chart(const Run& run, const Colors& colors, int width) {
+  const std::vector<RooflinePoint> points = roofline_points(run);
+  std::vector<double> xs, ys;
+  for (const RooflinePoint& p : points) xs.push_back(p.intensity), ys.push_back(p.gflop_per_s);
+  if (run.ceilings) {
+    xs.push_back(run.ceilings->peak_gflop_per_s / run.ceilings->bandwidth_gb_per_s);
+    ys.push_back(run.ceilings->peak_gflop_per_s);
+  }
+  const Range x_range = svg::log_range(xs, 3, 100), y_range = svg::log_range(ys, 2.5, 100);
+  Canvas canvas(width, 380, "roofline", "roofline of run " + run.letter);
+  const Frame frame = frame_for(width, 380);
+  const Scale x{x_range.first, x_range.second, frame.left, frame.right, true};
+  const Scale y{y_range.first, y_range.second, frame.bottom, frame.top, true};
+  svg::y_axis(canvas, y, frame.left, frame.right, "GFLOP/s", format_number);
+  svg::x_axis(canvas, x, frame.bottom, frame.top, "arithmetic intensity (flop per byte)", format_number);
+  if (run.ceilings) draw_ceilings(canvas, *run.ceilings, x, y);
+  std::map<double, RooflinePoint> highest_per_intensity;  // one workload label per column of points
+  for (const RooflinePoint& p : points) {
+    canvas.point(x(p.intensity), y(p.gflop_per_s), colors.of(p.row->backend),
+                 row_tooltip(*p.row) + "\n" + format_number(p.gflop_per_s) + " GFLOP/s at " +
+                     format_number(p.intensity) + " flop/byte, " + format_number(p.row->gb_per_s) + " GB/s",
+                 4);
+    auto& top = highest_per_intensity.emplace(p.intensity, p).first->second;
+    if (p.gflop_per_s > top.gflop_per_s) top = p;
+  }
+  for (const auto& [intensity, p] : highest_per_intensity)
+    canvas.text(x(intensity) + 7, y(p.gflop_per_s) - 6, p.row->workload, "point-label");
+  return canvas.str();
+}
+
+std::string samples_chart(const Run& run, const Rows& rows, const Colors& colors, int width) {
+  Rows timed;
+  std::vector<double> values;
+  for (const ResultRow* row : rows) {
+    const auto found = run.data.samples.find(compare::row_key(*row));
+    if (!is_timed(*row) || found == run.data.samples.end()) continue;
+    timed.push_back(row);
+    values.insert(values.end(), found->second.begin(), found->second.end());
+  }
+  const double line_height = 22;
+  const int height = static_cast<int>(60 + line_height * static_cast<double>(timed.size()));
+  Canvas canvas(width, height, "samples", "every repetition of run " + run.letter);
+  const double left = 260, right = width - 16.0, top = 10, bottom = height - 44.0;
+  const Range range = svg::log_range(values, 1.2, 2);
+  const Scale x{range.first, range.second, left, right, true};
+  svg::x_axis(canvas, x, bottom, top, "milliseconds per iteration (log scale)", format_number);
+  double y = top + 14;
+  for (const ResultRow* row : timed) {
+    const std::string color = colors.of(row->backend);
+    canvas.text(left - 8, y + 4, ladder_name(*row) + " " + phase_label(*row), "row-label", "end");
+    if (!std::isnan(row->ci_low_ms)) canvas.line(x(row->ci_low_ms), y, x(row->ci_high_ms), y, "ci-band", color);
+    for (double ms : run.data.samples.at(compare::row_key(*row))) canvas.point(x(ms), y, color, format_ms(ms), 2.5, "sample");
+    canvas.line(x(row->median_ms), y - 8, x(row->median_ms), y + 8, "median-tick");
+    y += line_height;
+  }
+  return canvas.str();
+}
+
+}  // namespace pb::report

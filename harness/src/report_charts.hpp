@@ -1,0 +1,41 @@
+#pragma once
+// The report's charts, each an inline <svg> string. Charts of one workload share their y range
+// across runs (the caller passes it), so runs side by side compare at a glance.
+// Internal to the harness.
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "report_model.hpp"
+
+namespace pb::report {
+
+using Rows = std::vector<const ResultRow*>;
+using Range = std::pair<double, double>;
+
+/// The phases on a ladder chart's x axis: every non-reference phase index in `rows_per_run`.
+std::vector<int> ladder_phases(const std::vector<Rows>& rows_per_run);
+/// y ranges covering every run's values and intervals (log scale).
+Range speedup_range(const std::vector<Rows>& rows_per_run);
+Range gain_range(const std::vector<Rows>& rows_per_run);
+
+/// Speedup over the serial reference per phase, one line per ladder (backend/device), with 95%
+/// intervals; phases that did not run are marked on the floor with their status.
+std::string ladder_chart(const Rows& rows, const std::vector<int>& phases, const Colors& colors, Range y_range,
+                         int width, const std::string& label);
+
+/// Measured gain over the previous timed phase (with interval) against the claimed range (band).
+std::string claims_chart(const Rows& rows, const std::vector<int>& phases, const Colors& colors, Range y_range,
+                         int width, const std::string& label);
+
+/// Each ladder at its fastest phase, one line per run: speedup over the reference with interval.
+std::string best_phase_chart(const std::vector<Run>& runs, const std::vector<Rows>& best_per_run, const Colors& colors);
+
+/// Achieved GFLOP/s against arithmetic intensity under the run's bandwidth and compute ceilings.
+std::string roofline_chart(const Run& run, const Colors& colors, int width);
+
+/// Every repetition of every timed row, with median and interval (milliseconds, log scale).
+std::string samples_chart(const Run& run, const Rows& rows, const Colors& colors, int width);
+
+}  // namespace pb::report

@@ -1,0 +1,43 @@
+#pragma once
+// Text for the HTML report: escaping and the number formats every table and chart shares.
+// Internal to the harness.
+
+#include <string>
+#include <vector>
+
+namespace pb::report {
+
+/// `text` safe inside HTML or SVG element content and attribute values.
+std::string escape(const std::string& text);
+
+/// Three significant digits, "-" for a missing value.
+std::string format_number(double value);
+/// A time given in milliseconds with a unit a reader takes in at a glance: "805 ns", "12.3 µs",
+/// "4.56 ms", "1.23 s".
+std::string format_ms(double ms);
+/// "1.74×" ("-" when missing).
+std::string format_ratio(double ratio);
+/// "[1.70, 1.80]" with each end formatted by `format`; "" when either end is missing.
+std::string format_interval(double low, double high, std::string (*format)(double));
+
+/// An HTML table built row by row; every cell is escaped unless added as markup.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header, std::string css_class = "");
+  Table& cell(const std::string& text, const std::string& css_class = "");
+  Table& markup(const std::string& html, const std::string& css_class = "");
+  void end_row();
+  size_t rows() const { return rows_.size(); }
+  std::string html() const;
+
+ private:
+  std::vector<std::string> header_;
+  std::string class_;
+  std::vector<std::string> rows_;
+  std::string current_;
+};
+
+/// <span class="status status-fail">FAIL</span>, colored by what the status means.
+std::string status_badge(const std::string& status);
+
+}  // namespace pb::report

@@ -1,0 +1,189 @@
+#include "report_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <tuple>
+
+#include "phasebench/errors.hpp"
+#include "report_html.hpp"
+
+namespace pb::report {
+namespace {
+
+std::string json_string(const nlohmann::json& json, const std::string& key) {
+  if (json.is_object() && json.contains(key) && json[key].is_string()) return json[key].get<std::string>();
+  return "";
+}
+
+void read_ceilings(Run& run) {
+  const nlohmann::json& machine = run.data.machine;
+  if (machine.is_null()) {
+    run.ceilings_problem = "no machine.json beside the results";
+    return;
+  }
+  if (!machine.contains("roofline")) {
+    run.ceilings_problem = "machine.json has no \"roofline\" (a run from before the roofline probe)";
+    return;
+  }
+  try {
+    run.ceilings = roofline::from_json(machine["roofline"]);
+  } catch (const InputError& error) {
+    run.ceilings_problem = error.what();
+  }
+}
+
+// The measured gain with its interval against [claimed_min, claimed_max]: only an interval
+// entirely outside the claimed range says the claim was missed or beaten.
+ClaimCheck::Verdict compare_gain(double value, double low, double high, double claimed_min, double claimed_max) {
+  using V = ClaimCheck::Verdict;
+  if (std::isnan(value)) return V::NotMeasured;
+  if (std::isnan(low) || std::isnan(high)) low = high = value;
+  if (high < claimed_min) return V::Below;
+  if (low > claimed_max) return V::Above;
+  return V::Consistent;
+}
+
+}  // namespace
+
+std::string Run::caption() const {
+  std::string text = letter + ": " + (run_id.empty() ? data.label : run_id);
+  std::string details;
+  const nlohmann::json& machine = data.machine;
+  if (machine.is_object() && machine.contains("cpu")) details = json_string(machine["cpu"], "model");
+  if (const std::string commit = json_string(machine, "git_commit"); !commit.empty())
+    details += (details.empty() ? "" : ", ") + std::string("commit ") + commit;
+  return details.empty() ? text : text + " (" + details + ")";
+}
+
+std::vector<Run> load_runs(const std::vector<std::string>& paths) {
+  if (paths.empty()) throw InputError("report needs at least one run directory");
+  if (paths.size() > 26) throw InputError("report shows at most 26 runs side by side");
+  std::vector<Run> runs;
+  for (const std::string& path : paths) {
+    Run run;
+    run.letter = std::string(1, static_cast<char>('A' + runs.size()));
+    run.data = compare::load_run(path);
+    run.run_id = run.data.rows.empty() ? json_string(run.data.machine, "run_id") : run.data.rows.front().run_id;
+    read_ceilings(run);
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+std::string WorkloadKey::anchor() const {
+  std::string id = "w-" + suite + "-" + workload + "-" + size;
+  for (char& c : id)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') c = '-';
+  return id;
+}
+
+bool WorkloadKey::operator<(const WorkloadKey& other) const {
+  return std::tie(suite, workload, size) < std::tie(other.suite, other.workload, other.size);
+}
+
+bool WorkloadKey::operator==(const WorkloadKey& other) const {
+  return std::tie(suite, workload, size) == std::tie(other.suite, other.workload, other.size);
+}
+
+WorkloadKey key_of(const ResultRow& row) { return {row.suite, row.workload, row.size}; }
+
+std::vector<WorkloadKey> workloads(const std::vector<Run>& runs) {
+  std::set<WorkloadKey> keys;
+  for (const Run& run : runs)
+    for (const ResultRow& row : run.data.rows) keys.insert(key_of(row));
+  return {keys.begin(), keys.end()};
+}
+
+std::vector<const ResultRow*> rows_of(const Run& run, const WorkloadKey& key) {
+  std::vector<const ResultRow*> rows;
+  for (const ResultRow& row : run.data.rows)
+    if (key_of(row) == key) rows.push_back(&row);
+  return rows;
+}
+
+bool is_timed(const ResultRow& row) { return row.status == "OK" && row.median_ms > 0; }
+
+std::string ladder_name(const ResultRow& row) { return row.backend + "/" + row.device; }
+
+std::string shape_of(const std::vector<const ResultRow*>& rows) {
+  for (const ResultRow* row : rows)
+    if (!row->shape.empty()) return row->shape;
+  return "";
+}
+
+std::string ClaimCheck::text() const {
+  switch (verdict) {
+    case Verdict::NoClaim: return "no claim";
+    case Verdict::NotMeasured: return "not measured";
+    case Verdict::Below: return "below claim";
+    case Verdict::Consistent: return "within claim";
+    case Verdict::Above: return "above claim";
+  }
+  return "";
+}
+
+std::string ClaimCheck::claim_text() const {
+  if (std::isnan(claimed_min)) return "-";
+  std::string text = format_number(claimed_min) + "\xE2\x80\x93" + format_ratio(claimed_max);  // en dash
+  if (first_phase != last_phase)
+    text += " (phases " + std::to_string(first_phase) + "\xE2\x80\x93" + std::to_string(last_phase) + ")";
+  return text;
+}
+
+ClaimCheck check_claim(const ResultRow& row, const std::vector<const ResultRow*>& workload_rows) {
+  ClaimCheck check;
+  if (row.backend == "reference") return check;
+  int previous = -1;  // the nearest lower timed phase of this ladder: what speedup_vs_prev divides by
+  for (const ResultRow* other : workload_rows)
+    if (ladder_name(*other) == ladder_name(row) && is_timed(*other) && other->phase_index < row.phase_index)
+      previous = std::max(previous, other->phase_index);
+  if (previous < 0) return check;
+  check.first_phase = previous + 1;
+  check.last_phase = row.phase_index;
+  double low = 1, high = 1;
+  for (int phase = check.first_phase; phase <= check.last_phase; ++phase) {
+    const auto claimed = std::find_if(workload_rows.begin(), workload_rows.end(), [&](const ResultRow* other) {
+      return other->phase_index == phase && other->backend != "reference" && !std::isnan(other->claimed_min);
+    });
+    if (claimed == workload_rows.end()) return check;  // some phase in the step has no known claim
+    low *= (*claimed)->claimed_min;
+    high *= (*claimed)->claimed_max;
+  }
+  check.claimed_min = low;
+  check.claimed_max = high;
+  check.verdict = compare_gain(row.speedup_vs_prev, row.speedup_vs_prev_ci_low, row.speedup_vs_prev_ci_high, low, high);
+  return check;
+}
+
+std::vector<const ResultRow*> best_phase_rows(const std::vector<const ResultRow*>& rows) {
+  std::map<std::string, const ResultRow*> best;
+  for (const ResultRow* row : rows) {
+    if (!is_timed(*row)) continue;
+    const ResultRow*& current = best[ladder_name(*row)];
+    if (!current || row->median_ms < current->median_ms) current = row;
+  }
+  std::vector<const ResultRow*> result;
+  for (const auto& entry : best) result.push_back(entry.second);
+  return result;
+}
+
+Colors::Colors(const std::vector<Run>& runs) {
+  // Okabe-Ito: distinguishable with the common color-vision deficiencies.
+  static const char* const palette[] = {"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442"};
+  std::set<std::string> names;
+  for (const Run& run : runs)
+    for (const ResultRow& row : run.data.rows) names.insert(row.backend);
+  size_t next = 0;
+  for (const std::string& name : names)
+    colors_[name] = name == "reference" ? "#6b6b6b" : palette[next++ % (sizeof palette / sizeof *palette)];
+}
+
+std::string Colors::of(const std::string& backend) const {
+  const auto found = colors_.find(backend);
+  return found == colors_.end() ? "#333333" : found->second;
+}
+
+std::vector<std::pair<std::string, std::string>> Colors::legend() const { return {colors_.begin(), colors_.end()}; }
+
+}  // namespace pb::report

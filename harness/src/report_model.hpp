@@ -1,0 +1,81 @@
+#pragma once
+// What the HTML report shows, computed from the runs before any markup: which workloads there
+// are, each ladder's rows, whether a measured gain matches the seed's claim, each backend's best
+// phase, the roofline ceilings. Internal to the harness.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compare.hpp"
+#include "roofline.hpp"
+
+namespace pb::report {
+
+/// One run in the report, named by a letter (A, B, ...) in every chart and table.
+struct Run {
+  std::string letter;
+  compare::RunData data;
+  std::string run_id;                        // from the rows, else machine.json
+  std::optional<roofline::Ceilings> ceilings;  // machine.json "roofline", when present and valid
+  std::string ceilings_problem;              // why there are none
+  /// "A: <run id> (<CPU model>, commit <git>)".
+  std::string caption() const;
+};
+
+/// Loads each path (a run directory or its results.csv) and names the runs A, B, ...
+std::vector<Run> load_runs(const std::vector<std::string>& paths);
+
+/// A (suite, workload, size): one section of the report.
+struct WorkloadKey {
+  std::string suite, workload, size;
+  std::string name() const { return suite + "/" + workload; }
+  std::string anchor() const;  // an HTML id
+  bool operator<(const WorkloadKey& other) const;
+  bool operator==(const WorkloadKey& other) const;
+};
+WorkloadKey key_of(const ResultRow& row);
+
+/// Every workload any run has a row for, in name order.
+std::vector<WorkloadKey> workloads(const std::vector<Run>& runs);
+/// The rows of `run` for `key`, in file order.
+std::vector<const ResultRow*> rows_of(const Run& run, const WorkloadKey& key);
+
+/// OK and with a median time: the rows that have speedups.
+bool is_timed(const ResultRow& row);
+/// "backend/device".
+std::string ladder_name(const ResultRow& row);
+/// The workload's shape text ("M=48 ...") from the first row that has one.
+std::string shape_of(const std::vector<const ResultRow*>& rows);
+
+/// The claimed gain a row's measured speedup_vs_prev should be compared with. speedup_vs_prev
+/// divides by the nearest lower *timed* phase of the same ladder, so when a backend skips phases
+/// the claim is the product of the claims of every phase it jumped over (known only when some
+/// row of the workload carries each of them).
+struct ClaimCheck {
+  enum class Verdict { NoClaim, NotMeasured, Below, Consistent, Above };
+  Verdict verdict = Verdict::NoClaim;
+  double claimed_min = kMissing, claimed_max = kMissing;
+  int first_phase = 0, last_phase = 0;  // the phases whose claims were multiplied
+  std::string text() const;             // "within claim", "below claim", ...
+  std::string claim_text() const;       // "1.02-1.03×" or "1.05-1.10× (phases 2-3)"
+};
+ClaimCheck check_claim(const ResultRow& row, const std::vector<const ResultRow*>& workload_rows);
+
+/// Per ladder (backend/device, in name order): its fastest timed row.
+std::vector<const ResultRow*> best_phase_rows(const std::vector<const ResultRow*>& rows);
+
+/// A color per backend name, the same in every chart: grey for the reference, then a
+/// color-blind-safe palette in name order of every backend in the runs.
+class Colors {
+ public:
+  explicit Colors(const std::vector<Run>& runs);
+  std::string of(const std::string& backend) const;
+  std::vector<std::pair<std::string, std::string>> legend() const;
+
+ private:
+  std::map<std::string, std::string> colors_;
+};
+
+}  // namespace pb::report

@@ -1,0 +1,399 @@
+#include "report_sections.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "phasebench/runner.hpp"
+#include "report_charts.hpp"
+#include "report_html.hpp"
+
+namespace pb::report {
+namespace {
+
+std::string section(const std::string& id, const std::string& title, const std::string& body) {
+  return "<section id=\"" + escape(id) + "\"><h2>" + title + "</h2>\n" + body + "</section>\n";
+}
+
+std::string figure(const std::string& caption, const std::string& svg) {
+  return "<figure><figcaption>" + escape(caption) + "</figcaption>" + svg + "</figure>";
+}
+
+std::string charts_row(const std::vector<std::string>& figures) {
+  std::string html = "<div class=\"charts\">";
+  for (const std::string& f : figures) html += f;
+  return html + "</div>\n";
+}
+
+std::string paragraph(const std::string& text, const std::string& css_class = "note") {
+  return "<p class=\"" + css_class + "\">" + text + "</p>\n";
+}
+
+std::string with_interval(double value, double low, double high, std::string (*format)(double)) {
+  const std::string interval = format_interval(low, high, format);
+  return format(value) + (interval.empty() ? "" : " " + interval);
+}
+
+std::string verdict_markup(const ClaimCheck& claim) {
+  using V = ClaimCheck::Verdict;
+  const char* css = claim.verdict == V::Below ? "verdict-below" : claim.verdict == V::Above ? "verdict-above" : "verdict-within";
+  return "<span class=\"" + std::string(css) + "\">" + escape(claim.text()) + "</span>";
+}
+
+// ---- runs ----------------------------------------------------------------------------------------
+
+std::string machine_text(const nlohmann::json& machine, const char* object, const char* key) {
+  if (!machine.is_object() || !machine.contains(object) || !machine[object].contains(key)) return "-";
+  const nlohmann::json& value = machine[object][key];
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+std::string top_text(const nlohmann::json& machine, const char* key) {
+  if (!machine.is_object() || !machine.contains(key)) return "-";
+  return machine[key].is_string() ? machine[key].get<std::string>() : machine[key].dump();
+}
+
+std::string claim_summary(const Run& run) {
+  std::map<std::string, int> counts;
+  for (const WorkloadKey& key : workloads({run})) {
+    const Rows rows = rows_of(run, key);
+    for (const ResultRow* row : rows)
+      if (is_timed(*row)) {
+        const ClaimCheck claim = check_claim(*row, rows);
+        if (!std::isnan(claim.claimed_min)) ++counts[claim.text()];
+      }
+  }
+  std::string text;
+  for (const auto& [verdict, count] : counts) text += (text.empty() ? "" : ", ") + std::to_string(count) + " " + verdict;
+  return text.empty() ? "-" : text;
+}
+
+}  // namespace
+
+int chart_width(size_t runs) { return runs == 1 ? 900 : 586; }
+
+std::string runs_section(const std::vector<Run>& runs) {
+  Table table({"run", "run id", "path", "CPU", "fingerprint", "commit", "threads", "rows", "OK", "failed",
+               "skipped or unsupported", "claims (measured gain vs claim)"});
+  std::set<std::string> fingerprints;
+  for (const Run& run : runs) {
+    int ok = 0, failed = 0, not_run = 0;
+    for (const ResultRow& row : run.data.rows) {
+      if (row.status == "OK") ++ok;
+      else if (is_failure(row.status)) ++failed;
+      else ++not_run;
+    }
+    fingerprints.insert(run.data.fingerprint());
+    table.cell(run.letter).cell(run.run_id).cell(run.data.label).cell(machine_text(run.data.machine, "cpu", "model"))
+        .cell(run.data.fingerprint()).cell(top_text(run.data.machine, "git_commit"))
+        .cell(top_text(run.data.machine, "threads"), "num").cell(std::to_string(run.data.rows.size()), "num")
+        .cell(std::to_string(ok), "num").cell(std::to_string(failed), "num").cell(std::to_string(not_run), "num")
+        .cell(claim_summary(run));
+    table.end_row();
+  }
+  std::string note;
+  if (runs.size() > 1)
+    note = fingerprints.size() == 1
+               ? "All runs come from one machine (same fingerprint): differences are the code's or the noise's."
+               : "The runs come from " + std::to_string(fingerprints.size()) +
+                     " machines (fingerprints differ): absolute times compare the hardware too.";
+  return section("runs", "Runs", table.html() + (note.empty() ? "" : paragraph(escape(note))));
+}
+
+// ---- one workload --------------------------------------------------------------------------------
+
+namespace {
+
+std::string phase_names(const std::vector<Rows>& rows_per_run) {
+  std::map<int, std::string> names;
+  for (const Rows& rows : rows_per_run)
+    for (const ResultRow* row : rows)
+      if (row->backend != "reference") names.emplace(row->phase_index, row->phase);
+  std::string text;
+  for (const auto& [index, name] : names) text += (text.empty() ? "" : " \xC2\xB7 ") + std::to_string(index) + " " + name;
+  return text;
+}
+
+// (ladder, phase index, phase name) of every row, in order, over all runs.
+using CaseKey = std::tuple<std::string, int, std::string>;
+std::vector<CaseKey> case_keys(const std::vector<Rows>& rows_per_run, bool timed_non_reference_only) {
+  std::set<CaseKey> keys;
+  for (const Rows& rows : rows_per_run)
+    for (const ResultRow* row : rows)
+      if (!timed_non_reference_only || (is_timed(*row) && row->backend != "reference" && row->phase_index > 0))
+        keys.emplace(ladder_name(*row), row->phase_index, row->phase);
+  return {keys.begin(), keys.end()};
+}
+
+const ResultRow* find_case(const Rows& rows, const CaseKey& key) {
+  for (const ResultRow* row : rows)
+    if (ladder_name(*row) == std::get<0>(key) && row->phase_index == std::get<1>(key) && row->phase == std::get<2>(key))
+      return row;
+  return nullptr;
+}
+
+std::string claims_table(const std::vector<Run>& runs, const std::vector<Rows>& rows_per_run) {
+  std::vector<std::string> header{"backend/device", "phase", "claimed gain"};
+  for (const Run& run : runs) {
+    header.push_back(run.letter + ": measured gain [95% CI]");
+    header.push_back(run.letter + ": verdict");
+  }
+  Table table(header);
+  for (const CaseKey& key : case_keys(rows_per_run, true)) {
+    std::string claimed = "-";
+    for (const Rows& rows : rows_per_run)
+      if (const ResultRow* row = find_case(rows, key); row && claimed == "-") claimed = check_claim(*row, rows).claim_text();
+    table.cell(std::get<0>(key)).cell(std::to_string(std::get<1>(key)) + " " + std::get<2>(key)).cell(claimed, "num");
+    for (const Rows& rows : rows_per_run) {
+      const ResultRow* row = find_case(rows, key);
+      if (!row || !is_timed(*row)) {
+        table.cell(row ? row->status : "-").cell("");
+        continue;
+      }
+      table.cell(with_interval(row->speedup_vs_prev, row->speedup_vs_prev_ci_low, row->speedup_vs_prev_ci_high, format_ratio), "num")
+          .markup(verdict_markup(check_claim(*row, rows)));
+    }
+    table.end_row();
+  }
+  return table.html();
+}
+
+std::string every_phase_table(const std::vector<Run>& runs, const std::vector<Rows>& rows_per_run) {
+  std::vector<std::string> header{"backend/device", "phase"};
+  for (size_t r = 0; r < runs.size(); ++r) {
+    header.push_back(runs[r].letter + ": median [95% CI]");
+    header.push_back(runs[r].letter + ": vs reference");
+    if (r > 0) header.push_back(runs[r].letter + " vs A (time ratio)");
+  }
+  Table table(header);
+  for (const CaseKey& key : case_keys(rows_per_run, false)) {
+    table.cell(std::get<0>(key)).cell(std::to_string(std::get<1>(key)) + " " + std::get<2>(key));
+    const ResultRow* first = find_case(rows_per_run[0], key);
+    for (size_t r = 0; r < runs.size(); ++r) {
+      const ResultRow* row = find_case(rows_per_run[r], key);
+      if (!row || !is_timed(*row)) {
+        table.markup(row ? status_badge(row->status) : "-").cell("");
+      } else {
+        table.cell(with_interval(row->median_ms, row->ci_low_ms, row->ci_high_ms, format_ms), "num")
+            .cell(format_ratio(row->speedup_vs_reference), "num");
+      }
+      if (r == 0) continue;
+      const bool both = first && row && is_timed(*first) && is_timed(*row);
+      table.cell(both ? format_ratio(first->median_ms / row->median_ms) : "-", "num");
+    }
+    table.end_row();
+  }
+  return table.html() +
+         (runs.size() > 1 ? paragraph("A time ratio above 1&times; means that run is faster than run A.") : "");
+}
+
+bool any_optimized_timed(const std::vector<Rows>& rows_per_run) {
+  for (const Rows& rows : rows_per_run)
+    for (const ResultRow* row : rows)
+      if (row->backend != "reference" && is_timed(*row)) return true;
+  return false;
+}
+
+bool any_claim(const std::vector<Rows>& rows_per_run) {
+  for (const Rows& rows : rows_per_run)
+    for (const ResultRow* row : rows)
+      if (is_timed(*row) && !std::isnan(check_claim(*row, rows).claimed_min)) return true;
+  return false;
+}
+
+std::string ladder_and_claims(const std::vector<Run>& runs, const std::vector<Rows>& rows_per_run, const Colors& colors) {
+  const std::vector<int> phases = ladder_phases(rows_per_run);
+  const Range speedups = speedup_range(rows_per_run), gains = gain_range(rows_per_run);
+  const int width = chart_width(runs.size());
+  std::vector<std::string> ladders, claims;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    ladders.push_back(figure(runs[r].caption(), ladder_chart(rows_per_run[r], phases, colors, speedups, width,
+                                                             "phase ladder of run " + runs[r].letter)));
+    claims.push_back(figure(runs[r].caption(), claims_chart(rows_per_run[r], phases, colors, gains, width,
+                                                            "claimed and measured gains of run " + runs[r].letter)));
+  }
+  std::string html = "<h3>Phase ladder</h3>\n" + charts_row(ladders) +
+                     paragraph("Speedup of each phase over the serial fp32 reference, median with its 95% bootstrap "
+                               "interval; &times; on the floor: the phase did not run (hover for why).");
+  html += "<h3>Claimed vs measured gain per phase</h3>\n";
+  if (!any_claim(rows_per_run)) return html + paragraph("No phase of this workload carries a claim.");
+  return html + charts_row(claims) +
+         paragraph("Gain over the previous timed phase of the same backend (speedup_vs_prev with its interval) "
+                   "against the seed's claimed range (band; multiplied over skipped phases). A verdict is "
+                   "&ldquo;below&rdquo; or &ldquo;above&rdquo; only when the whole interval is outside the claim.") +
+         claims_table(runs, rows_per_run);
+}
+
+std::string samples_details(const std::vector<Run>& runs, const std::vector<Rows>& rows_per_run, const Colors& colors) {
+  std::string html = "<details><summary>Every repetition</summary>";
+  for (size_t r = 0; r < runs.size(); ++r)
+    html += figure(runs[r].caption(), samples_chart(runs[r], rows_per_run[r], colors, 1180));
+  return html + "</details>\n";
+}
+
+}  // namespace
+
+std::string workload_section(const std::vector<Run>& runs, const WorkloadKey& key, const Colors& colors) {
+  std::vector<Rows> rows_per_run;
+  for (const Run& run : runs) rows_per_run.push_back(rows_of(run, key));
+  std::string shape;
+  for (const Rows& rows : rows_per_run)
+    if (shape.empty()) shape = shape_of(rows);
+  const std::string title = escape(key.name()) + "<span class=\"sub\">" + escape(key.size) +
+                            (shape.empty() ? "" : " \xC2\xB7 " + escape(shape)) + "</span>";
+  std::string body;
+  if (const std::string names = phase_names(rows_per_run); !names.empty()) body += paragraph("phases: " + escape(names));
+  if (any_optimized_timed(rows_per_run)) {
+    body += ladder_and_claims(runs, rows_per_run, colors);
+    std::vector<Rows> best;
+    for (const Rows& rows : rows_per_run) best.push_back(best_phase_rows(rows));
+    body += "<h3>Backends at their best phase</h3>\n" + best_phase_chart(runs, best, colors);
+  } else {
+    body += paragraph("No optimized variant of this workload was timed in these runs; only its rows below.");
+  }
+  body += "<h3>Every phase" + std::string(runs.size() > 1 ? ", runs side by side" : "") + "</h3>\n" +
+          every_phase_table(runs, rows_per_run) + samples_details(runs, rows_per_run, colors);
+  return section(key.anchor(), title, body);
+}
+
+// ---- roofline ------------------------------------------------------------------------------------
+
+std::string roofline_section(const std::vector<Run>& runs, const Colors& colors) {
+  std::vector<std::string> figures;
+  Table table({"run", "bandwidth", "fp32 peak", "compute method", "bandwidth method", "threads", "measured", "source"});
+  for (const Run& run : runs) {
+    figures.push_back(figure(run.caption(), roofline_chart(run, colors, chart_width(runs.size()))));
+    if (!run.ceilings) {
+      table.cell(run.letter).cell("no ceilings: " + run.ceilings_problem).cell("").cell("").cell("").cell("").cell("").cell("");
+    } else {
+      const roofline::Ceilings& c = *run.ceilings;
+      table.cell(run.letter).cell(format_number(c.bandwidth_gb_per_s) + " GB/s", "num")
+          .cell(format_number(c.peak_gflop_per_s) + " GFLOP/s", "num").cell(c.compute_method + ": " + c.compute_detail, "wrap")
+          .cell(c.bandwidth_method, "wrap").cell(std::to_string(c.threads), "num").cell(c.measured_at).cell(c.source, "wrap");
+    }
+    table.end_row();
+  }
+  return section("roofline", "Roofline",
+                 charts_row(figures) +
+                     paragraph("Achieved GFLOP/s of every timed row (declared flops over the median time) against "
+                               "its arithmetic intensity (declared flops per declared byte), under the machine's "
+                               "measured memory-bandwidth and fp32 compute ceilings. roofline_pct = achieved / "
+                               "min(peak, intensity &times; bandwidth).") +
+                     table.html());
+}
+
+// ---- problems ------------------------------------------------------------------------------------
+
+std::string problems_section(const std::vector<Run>& runs) {
+  Table table({"run", "status", "case", "reason", "rel. L2 error", "tolerance", "output"});
+  for (int failures_first = 1; failures_first >= 0; --failures_first)
+    for (const Run& run : runs)
+      for (const ResultRow& row : run.data.rows) {
+        if (row.status == "OK" || is_failure(row.status) != static_cast<bool>(failures_first)) continue;
+        table.cell(run.letter).markup(status_badge(row.status)).cell(compare::row_name(row)).cell(row.reason, "wrap")
+            .cell(format_number(row.rel_l2_err), "num").cell(format_number(row.tolerance), "num").cell(row.worst_output);
+        table.end_row();
+      }
+  const std::string body = table.rows() == 0 ? paragraph("Every row of every run is OK.") : table.html();
+  return section("problems", "Failing, skipped and unsupported rows", body);
+}
+
+// ---- machines ------------------------------------------------------------------------------------
+
+namespace {
+
+using Facts = std::vector<std::pair<std::string, std::string>>;
+
+std::string caches_text(const nlohmann::json& machine) {
+  if (!machine.is_object() || !machine.contains("cpu") || !machine["cpu"].contains("caches")) return "-";
+  std::string text;
+  for (const nlohmann::json& cache : machine["cpu"]["caches"])
+    text += (text.empty() ? "" : ", ") + std::string("L") + cache.value("level", "?") + " " + cache.value("type", "") +
+            " " + cache.value("size", "");
+  return text;
+}
+
+std::string backend_text(const nlohmann::json& backend) {
+  std::string text = backend.value("available", false) ? "available" : "unavailable: " + backend.value("unavailable_reason", "");
+  if (backend.contains("config")) text += "; " + backend["config"].dump();
+  return text;
+}
+
+Facts machine_facts(const nlohmann::json& machine) {
+  Facts facts{{"fingerprint", top_text(machine, "fingerprint")},
+              {"hostname", top_text(machine, "hostname")},
+              {"CPU", machine_text(machine, "cpu", "model")},
+              {"logical cores", machine_text(machine, "cpu", "logical_cores")},
+              {"caches", caches_text(machine)},
+              {"memory", top_text(machine, "memory")},
+              {"OS", machine_text(machine, "os", "name") + ", kernel " + machine_text(machine, "os", "kernel") + ", " +
+                         machine_text(machine, "os", "arch")},
+              {"compiler", machine_text(machine, "build", "compiler")},
+              {"build type", machine_text(machine, "build", "build_type")},
+              {"compiler flags", machine_text(machine, "build", "cxx_flags")},
+              {"phasebench", machine_text(machine, "build", "phasebench_version")},
+              {"git commit", top_text(machine, "git_commit")},
+              {"threads", top_text(machine, "threads")},
+              {"OMP_NUM_THREADS", machine_text(machine, "environment", "OMP_NUM_THREADS")}};
+  if (machine.is_object() && machine.contains("backends") && machine["backends"].is_object())
+    for (const auto& [name, backend] : machine["backends"].items()) facts.emplace_back("backend " + name, backend_text(backend));
+  return facts;
+}
+
+}  // namespace
+
+std::string machines_section(const std::vector<Run>& runs) {
+  std::vector<std::string> header{"fact"}, names;
+  std::vector<std::map<std::string, std::string>> values;
+  for (const Run& run : runs) {
+    header.push_back(run.letter);
+    values.emplace_back();
+    for (const auto& [name, value] : machine_facts(run.data.machine)) {
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+      values.back()[name] = value;
+    }
+  }
+  Table table(header, "machines");
+  for (const std::string& name : names) {
+    table.cell(name);
+    std::set<std::string> distinct;
+    for (const auto& run_values : values) distinct.insert(run_values.count(name) ? run_values.at(name) : "-");
+    for (const auto& run_values : values)
+      table.cell(run_values.count(name) ? run_values.at(name) : "-", distinct.size() > 1 ? "wrap differs" : "wrap");
+    table.end_row();
+  }
+  std::string raw;
+  for (const Run& run : runs)
+    raw += "<details><summary>machine.json of run " + escape(run.letter) + "</summary><pre>" +
+           escape(run.data.machine.is_null() ? "(none)" : run.data.machine.dump(2)) + "</pre></details>\n";
+  return section("machines", "Machines", table.html() + (runs.size() > 1 ? paragraph("Highlighted: differs between runs.") : "") + raw);
+}
+
+// ---- all rows ------------------------------------------------------------------------------------
+
+std::string all_rows_section(const std::vector<Run>& runs) {
+  std::string body;
+  for (const Run& run : runs) {
+    Table table({"case", "status", "median", "95% CI", "vs prev", "vs phase 0", "vs reference", "claimed", "syncs",
+                 "ops", "bytes alloc.", "GB/s", "GFLOP/s", "roofline %", "threads", "rel. L2 error", "tolerance"});
+    for (const ResultRow& row : run.data.rows) {
+      table.cell(compare::row_name(row)).markup(status_badge(row.status)).cell(format_ms(row.median_ms), "num")
+          .cell(format_interval(row.ci_low_ms, row.ci_high_ms, format_ms), "num").cell(format_ratio(row.speedup_vs_prev), "num")
+          .cell(format_ratio(row.speedup_vs_phase0), "num").cell(format_ratio(row.speedup_vs_reference), "num")
+          .cell(std::isnan(row.claimed_min) ? "-" : format_number(row.claimed_min) + "\xE2\x80\x93" + format_ratio(row.claimed_max), "num")
+          .cell(format_number(row.host_syncs_per_iter), "num").cell(format_number(row.ops_per_iter), "num")
+          .cell(format_number(row.bytes_alloc_per_iter), "num").cell(format_number(row.gb_per_s), "num")
+          .cell(format_number(row.gflop_per_s), "num").cell(format_number(row.roofline_pct), "num")
+          .cell(std::to_string(row.threads), "num").cell(format_number(row.rel_l2_err), "num")
+          .cell(format_number(row.tolerance), "num");
+      table.end_row();
+    }
+    body += "<details><summary>All " + std::to_string(run.data.rows.size()) + " rows of run " + escape(run.caption()) +
+            "</summary>" + table.html() + "</details>\n";
+  }
+  return section("all-rows", "All rows", body);
+}
+
+}  // namespace pb::report

@@ -1,0 +1,27 @@
+#pragma once
+// The sections of the HTML report, each a piece of markup. Internal to the harness.
+
+#include <string>
+#include <vector>
+
+#include "report_model.hpp"
+
+namespace pb::report {
+
+/// Which runs, from which machines and commits, and how many of their rows passed.
+std::string runs_section(const std::vector<Run>& runs);
+/// One workload: ladder charts, claims, best phases, every phase side by side, every repetition.
+std::string workload_section(const std::vector<Run>& runs, const WorkloadKey& key, const Colors& colors);
+/// Every run's roofline chart and ceilings.
+std::string roofline_section(const std::vector<Run>& runs, const Colors& colors);
+/// FAIL, MISTRUSTED, ERROR, SKIPPED and UNSUPPORTED rows with their reasons.
+std::string problems_section(const std::vector<Run>& runs);
+/// machine.json side by side (differences marked) and in full.
+std::string machines_section(const std::vector<Run>& runs);
+/// Every row of every run in one table per run (collapsed).
+std::string all_rows_section(const std::vector<Run>& runs);
+
+/// Chart width when `runs` charts share a line of the page.
+int chart_width(size_t runs);
+
+}  // namespace pb::report

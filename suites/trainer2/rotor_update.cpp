@@ -1,0 +1,59 @@
+// trainer2/rotor_update: the rotor part of the manual update alone (WORKLOADS.md training step 7):
+// for each learnt pair k < 6 on coordinates (i, j) with r = hypot(u_i, u_j) >= 1e-6,
+// θ_k += 0.01 η (−Δ) atan2(u_j, u_i) r; then θ wrapped to [−π, π).
+// Reference: reference/trainer2/trainer2.hpp (rotor_update). Variants: optimized/trainer2/rotor_update-<backend>.*
+//
+// Inputs: u [n] (mean free-phase velocity), theta [8], lior_diff (Δ, a scalar). Output: theta [8].
+// The baseline reads i, j, u_i and u_j back to the host for every pair (4 host syncs per pair).
+
+#include "phasebench/rng.hpp"
+#include "suites/trainer2/phases.hpp"
+#include "suites/trainer2/window_io.hpp"
+
+namespace pb::suites::trainer2 {
+namespace {
+
+class RotorUpdate final : public Workload {
+ public:
+  std::string suite() const override { return "trainer2"; }
+  std::string name() const override { return "rotor_update"; }
+  std::string description() const override {
+    return "rotor angle update from the mean velocity and the contrastive difference, then wrap";
+  }
+  std::string shape(SizeClass) const override { return "n=8 angles=6 (one manual update)"; }
+
+  // θ starts near ±π (U[2.8, 3.1] with random signs) and Δ ~ U[0.5, 1.5] with u ~ N(0,1), so the
+  // updates (up to ~0.3 rad) push some angles across ±π: the wrap is exercised, not just passed.
+  ArrayMap make_inputs(SizeClass, uint64_t seed) const override {
+    ArrayMap in;
+    in["u"] = normal_array(seed, "trainer2/rotor_update/u", {ref::kCoordinateDim}, 0, 1);
+    HostArray theta = uniform_array(seed, "trainer2/rotor_update/theta", {ref::kRotorSlots}, 2.8, 3.1);
+    const HostArray signs = uniform_array(seed, "trainer2/rotor_update/sign", {ref::kRotorSlots}, -1, 1);
+    for (int k = 0; k < ref::kRotorSlots; ++k)
+      theta.values[k] = k < ref::kRotorAngles ? (signs.values[k] < 0 ? -theta.values[k] : theta.values[k]) : 0;
+    in["theta"] = theta;
+    in["lior_diff"] = uniform_array(seed, "trainer2/rotor_update/lior_diff", {}, 0.5, 1.5);
+    return in;
+  }
+
+  ArrayMap reference_fp64(const ArrayMap& in) const override {
+    ArrayMap out;
+    out["theta"] = require(in, "theta");
+    out["theta"].element_type = ElementType::Float64;
+    ref::rotor_update<double>(require(in, "u").values.data(), require(in, "lior_diff").values.at(0),
+                              out["theta"].values.data());
+    return out;
+  }
+
+  std::vector<OutputSpec> outputs() const override {
+    return {{"theta", 1e-5, "fp32 atan2, hypot and one multiply-add per angle: a few ulp"}};
+  }
+  std::vector<PhaseInfo> phases() const override { return trainer2_phases({0, 2}); }
+  WorkEstimate work(SizeClass) const override { return {ref::kRotorAngles * 30.0, 4.0 * 17}; }
+  double memory_bytes(SizeClass) const override { return 1024; }
+};
+
+const WorkloadRegistration registration{std::make_shared<RotorUpdate>()};
+
+}  // namespace
+}  // namespace pb::suites::trainer2

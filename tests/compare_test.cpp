@@ -1,0 +1,322 @@
+// `compare` on crafted runs: identical, shifted, noisy, rows missing or added, failing rows,
+// schema versions, machines, malformed input. Exit codes through the executable; verdicts
+// through the library.
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "compare.hpp"
+#include "crafted_runs.hpp"
+
+namespace pb {
+namespace {
+namespace fs = std::filesystem;
+using compare::Verdict;
+using testing::CraftedRun;
+using testing::ladder_rows;
+using testing::run_phasebench;
+using testing::write_run;
+
+CraftedRun base_run() {
+  CraftedRun run;
+  run.rows = ladder_rows();
+  return run;
+}
+
+// A fresh noise realization of the same run: what an unchanged build measures again.
+CraftedRun rerun(CraftedRun run, uint64_t seed = 2) {
+  run.noise_seed = seed;
+  run.run_id = "20261121T010000Z-crafted";
+  return run;
+}
+
+compare::Comparison compare_crafted(const CraftedRun& base, const CraftedRun& fresh,
+                                    compare::Options options = {}) {
+  return compare::compare_runs(compare::load_run(write_run("base", base).string()),
+                               compare::load_run(write_run("new", fresh).string()), options);
+}
+
+Verdict verdict_of(const compare::Comparison& c, const std::string& backend_and_phase) {
+  for (const auto& rc : c.rows)
+    if (rc.name.find("/" + backend_and_phase) != std::string::npos) return rc.verdict;
+  ADD_FAILURE() << "no row " << backend_and_phase;
+  return Verdict::Unchanged;
+}
+
+std::string command(const fs::path& base, const fs::path& fresh, const std::string& options = "") {
+  return "compare " + base.string() + " " + fresh.string() + " " + options;
+}
+
+// ---- timing --------------------------------------------------------------------------------------
+
+TEST(Compare, IdenticalRunsPass) {
+  const fs::path base = write_run("identical", base_run());
+  const auto result = run_phasebench(command(base, base));
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("passed"), std::string::npos) << result.output;
+  const auto c = compare_crafted(base_run(), base_run());
+  EXPECT_EQ(c.count(Verdict::Unchanged), 4);
+  EXPECT_EQ(c.tested, 4);
+}
+
+TEST(Compare, RerunOfTheSameBuildPasses) {
+  const auto c = compare_crafted(base_run(), rerun(base_run()));
+  EXPECT_FALSE(c.failed());
+  for (const auto& rc : c.rows) EXPECT_LT(std::abs(rc.change), 0.05) << rc.name;
+}
+
+TEST(Compare, TenPercentSlowerRowIsARegression) {
+  CraftedRun slower = rerun(base_run());
+  testing::find_row(slower, "kokkos", "batched_metrics").median_ms *= 1.10;
+  const fs::path markdown = testing::fresh_temp_path("summary.md");
+  const auto result = run_phasebench(command(write_run("base", base_run()), write_run("slower", slower),
+                                             "--markdown " + markdown.string()));
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("REGRESSION"), std::string::npos) << result.output;
+
+  std::ifstream in(markdown);
+  const std::string summary((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(summary.find("FAILED"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("| trainer2/lior_step/small/kokkos/cpu/1_batched_metrics | OK |"), std::string::npos)
+      << summary;
+
+  const auto c = compare_crafted(base_run(), slower);
+  EXPECT_EQ(verdict_of(c, "kokkos/cpu/1_batched_metrics"), Verdict::Regression);
+  EXPECT_EQ(c.count(Verdict::Regression), 1);
+  for (const auto& rc : c.rows)
+    if (rc.verdict == Verdict::Regression) {
+      EXPECT_NEAR(rc.change, 0.10, 0.02);
+      EXPECT_LT(rc.change_ci.low, rc.change);
+      EXPECT_GT(rc.change_ci.high, rc.change);
+      EXPECT_LE(rc.p_slower_holm, 0.05);
+    }
+}
+
+TEST(Compare, SignificantSlowdownWithinTheThresholdPasses) {
+  CraftedRun slower = rerun(base_run());
+  testing::find_row(slower, "kokkos", "batched_metrics").median_ms *= 1.10;
+  const auto c = compare_crafted(base_run(), slower, {15.0});
+  EXPECT_FALSE(c.failed());
+  EXPECT_EQ(verdict_of(c, "kokkos/cpu/1_batched_metrics"), Verdict::Slower);
+  const auto result = run_phasebench(command(write_run("base", base_run()), write_run("slower", slower), "--threshold 15"));
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+}
+
+TEST(Compare, NoisySlowdownIsNotSignificant) {
+  // 40% noise and 6 repetitions: a 10% shift of the median is within what noise does.
+  CraftedRun base = base_run(), slower = rerun(base_run());
+  for (CraftedRun* run : {&base, &slower})
+    for (auto& row : run->rows) row.noise = 0.4, row.reps = 6;
+  testing::find_row(slower, "kokkos", "batched_metrics").median_ms *= 1.10;
+  const auto c = compare_crafted(base, slower);
+  EXPECT_FALSE(c.failed());
+  const Verdict verdict = verdict_of(c, "kokkos/cpu/1_batched_metrics");
+  EXPECT_TRUE(verdict == Verdict::Unchanged || verdict == Verdict::Noisy) << compare::verdict_name(verdict);
+}
+
+TEST(Compare, ImprovementIsReportedNotFailed) {
+  CraftedRun faster = rerun(base_run());
+  testing::find_row(faster, "kokkos", "fused_lior_spd").median_ms *= 0.7;
+  const auto c = compare_crafted(base_run(), faster);
+  EXPECT_FALSE(c.failed());
+  EXPECT_EQ(verdict_of(c, "kokkos/cpu/3_fused_lior_spd"), Verdict::Improved);
+}
+
+TEST(Compare, TooFewRepetitionsAreWarnedAbout) {
+  CraftedRun base = base_run();
+  for (auto& row : base.rows) row.reps = 3;
+  CraftedRun slower = rerun(base);
+  testing::find_row(slower, "kokkos", "batched_metrics").median_ms *= 1.5;
+  const auto c = compare_crafted(base, slower);
+  EXPECT_FALSE(c.failed());  // 3 against 3 cannot reach p <= 0.05 / 4
+  ASSERT_FALSE(c.warnings.empty());
+  EXPECT_NE(c.warnings.front().find("--reps"), std::string::npos) << c.warnings.front();
+}
+
+// ---- rows and statuses ---------------------------------------------------------------------------
+
+TEST(Compare, MissingAndNewRowsAreReportedNotFailed) {
+  CraftedRun fresh = rerun(base_run());
+  fresh.rows.erase(fresh.rows.begin() + 2);                      // batched_metrics gone
+  fresh.rows.push_back({"onednn", 8, "fused_quadratic_form", 0.5});  // a new variant
+  const auto c = compare_crafted(base_run(), fresh);
+  EXPECT_FALSE(c.failed());
+  EXPECT_EQ(verdict_of(c, "kokkos/cpu/1_batched_metrics"), Verdict::Missing);
+  EXPECT_EQ(verdict_of(c, "onednn/cpu/8_fused_quadratic_form"), Verdict::New);
+  const auto result = run_phasebench(command(write_run("base", base_run()), write_run("new", fresh)));
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("1 new row, 1 missing row"), std::string::npos) << result.output;
+}
+
+TEST(Compare, RowThatNowFailsItsCheckFailsTheGate) {
+  CraftedRun broken = rerun(base_run());
+  testing::find_row(broken, "kokkos", "fused_lior_spd").status = "FAIL";
+  const auto result = run_phasebench(command(write_run("base", base_run()), write_run("broken", broken)));
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("OK -> FAIL"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("rel_l2_err 0.5"), std::string::npos) << "the reason is shown\n" << result.output;
+  EXPECT_EQ(verdict_of(compare_crafted(base_run(), broken), "kokkos/cpu/3_fused_lior_spd"), Verdict::Broken);
+}
+
+TEST(Compare, EveryFailureStatusCounts) {
+  for (const char* status : {"MISTRUSTED", "ERROR"}) {
+    CraftedRun broken = rerun(base_run());
+    testing::find_row(broken, "reference", "serial_fp32").status = status;
+    EXPECT_TRUE(compare_crafted(base_run(), broken).failed()) << status;
+  }
+}
+
+TEST(Compare, NewRowThatFailsFailsTheGate) {
+  CraftedRun fresh = rerun(base_run());
+  fresh.rows.push_back({"onednn", 8, "fused_quadratic_form", 0.5});
+  fresh.rows.back().status = "ERROR";
+  const auto c = compare_crafted(base_run(), fresh);
+  EXPECT_TRUE(c.failed());
+  EXPECT_EQ(verdict_of(c, "onednn/cpu/8_fused_quadratic_form"), Verdict::NewFailure);
+}
+
+TEST(Compare, FailingInBothOrFixedDoesNotFail) {
+  CraftedRun base = base_run(), fresh = rerun(base_run());
+  testing::find_row(base, "kokkos", "baseline").status = "FAIL";
+  testing::find_row(fresh, "kokkos", "baseline").status = "FAIL";
+  testing::find_row(base, "kokkos", "fused_lior_spd").status = "ERROR";
+  const auto c = compare_crafted(base, fresh);
+  EXPECT_FALSE(c.failed());
+  EXPECT_EQ(verdict_of(c, "kokkos/cpu/0_baseline"), Verdict::StillFailing);
+  EXPECT_EQ(verdict_of(c, "kokkos/cpu/3_fused_lior_spd"), Verdict::Fixed);
+}
+
+TEST(Compare, SkippedRowsAreNotTimed) {
+  CraftedRun fresh = rerun(base_run());
+  testing::find_row(fresh, "kokkos", "baseline").status = "SKIPPED";
+  const auto c = compare_crafted(base_run(), fresh);
+  EXPECT_FALSE(c.failed());
+  EXPECT_EQ(verdict_of(c, "kokkos/cpu/0_baseline"), Verdict::NotTimed);
+  EXPECT_EQ(c.tested, 3);
+}
+
+// ---- machines and ratio mode ---------------------------------------------------------------------
+
+CraftedRun other_machine_twice_as_slow(CraftedRun run) {
+  run = rerun(run);
+  run.fingerprint = "beefbeef0002";
+  for (auto& row : run.rows) row.median_ms *= 2;
+  return run;
+}
+
+TEST(Compare, TimeModeWarnsWhenMachinesDiffer) {
+  const auto c = compare_crafted(base_run(), other_machine_twice_as_slow(base_run()));
+  EXPECT_TRUE(c.failed());  // every row is twice as slow in absolute time
+  ASSERT_FALSE(c.warnings.empty());
+  EXPECT_NE(c.warnings.front().find("different machines"), std::string::npos) << c.warnings.front();
+}
+
+TEST(Compare, RatioModeSurvivesAChangeOfMachine) {
+  compare::Options ratio;
+  ratio.mode = compare::Mode::Ratio;
+  const auto c = compare_crafted(base_run(), other_machine_twice_as_slow(base_run()), ratio);
+  EXPECT_FALSE(c.failed());
+  EXPECT_TRUE(c.warnings.empty()) << c.warnings.front();
+  EXPECT_EQ(verdict_of(c, "reference/cpu/0_serial_fp32"), Verdict::RatioBase);
+  EXPECT_EQ(c.tested, 3);
+  const auto result = run_phasebench(command(write_run("base", base_run()),
+                                             write_run("other", other_machine_twice_as_slow(base_run())),
+                                             "--mode ratio"));
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+}
+
+TEST(Compare, RatioModeCatchesOneRowSlowingRelativeToTheOthers) {
+  CraftedRun slower = other_machine_twice_as_slow(base_run());
+  testing::find_row(slower, "kokkos", "fused_lior_spd").median_ms *= 1.3;
+  compare::Options ratio;
+  ratio.mode = compare::Mode::Ratio;
+  const auto c = compare_crafted(base_run(), slower, ratio);
+  EXPECT_EQ(verdict_of(c, "kokkos/cpu/3_fused_lior_spd"), Verdict::Regression);
+  EXPECT_EQ(c.count(Verdict::Regression), 1);
+  ratio.ratio_to = compare::RatioBase::Phase0;  // against phase 0 of the same backend
+  const auto by_phase0 = compare_crafted(base_run(), slower, ratio);
+  EXPECT_EQ(verdict_of(by_phase0, "kokkos/cpu/3_fused_lior_spd"), Verdict::Regression);
+  EXPECT_EQ(verdict_of(by_phase0, "kokkos/cpu/0_baseline"), Verdict::RatioBase);
+}
+
+TEST(Compare, RunsOfDifferentSizesMatchNothingAndSaySo) {
+  CraftedRun large = rerun(base_run());
+  large.size = "large";
+  const auto c = compare_crafted(base_run(), large);
+  EXPECT_EQ(c.count(Verdict::Missing), 4);
+  EXPECT_EQ(c.count(Verdict::New), 4);
+  ASSERT_FALSE(c.warnings.empty());
+  EXPECT_NE(c.warnings.back().find("no row"), std::string::npos);
+}
+
+// ---- input files ---------------------------------------------------------------------------------
+
+void expect_input_error(const std::string& arguments, const std::vector<std::string>& mentions) {
+  const auto result = run_phasebench(arguments);
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  for (const std::string& text : mentions)
+    EXPECT_NE(result.output.find(text), std::string::npos) << "should mention '" << text << "':\n" << result.output;
+}
+
+TEST(Compare, NewerSchemaIsRejectedNamingFileAndLine) {
+  CraftedRun future = rerun(base_run());
+  future.rows[1].schema = kResultsSchemaVersion + 1;
+  const fs::path dir = write_run("future", future);
+  expect_input_error(command(write_run("base", base_run()), dir),
+                     {(dir / "results.csv").string() + " line 3", "schema " + std::to_string(kResultsSchemaVersion + 1)});
+}
+
+// A results.csv with the contract's columns only and a samples.csv without the suite column, as
+// the first writers produced (tests/data/compare/contract-only): it still compares.
+TEST(Compare, OlderFilesWithFewerColumnsStillCompare) {
+  const fs::path old = fs::path(PHASEBENCH_TESTS_DIR) / "data/compare/contract-only";
+  const auto c = compare::compare_runs(compare::load_run(old.string()),
+                                       compare::load_run(write_run("current", base_run()).string()), {});
+  EXPECT_EQ(c.tested, 4);
+  EXPECT_FALSE(c.failed());
+  for (const auto& rc : c.rows) EXPECT_EQ(rc.base_reps, 12) << rc.name;
+  const auto result = run_phasebench(command(old, write_run("current", base_run())));
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+}
+
+TEST(Compare, MalformedCsvExitsTwoNamingFileAndLine) {
+  const fs::path dir = write_run("malformed", base_run());
+  std::ifstream in(dir / "results.csv");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  const size_t third_line = text.find('\n', text.find('\n') + 1) + 1;
+  const size_t cell = text.find(",2,", third_line);  // median_ms of the second row
+  ASSERT_NE(cell, std::string::npos);
+  text.replace(cell, 3, ",two,");
+  std::ofstream(dir / "results.csv") << text;
+  expect_input_error(command(write_run("base", base_run()), dir), {(dir / "results.csv").string(), "line 3"});
+}
+
+TEST(Compare, MissingSamplesAreABadInput) {
+  const fs::path dir = write_run("no-samples", base_run());
+  fs::remove(dir / "samples.csv");
+  expect_input_error(command(dir / "results.csv", dir), {(dir / "samples.csv").string()});
+}
+
+TEST(Compare, RowTwiceIsABadInput) {
+  CraftedRun twice = base_run();
+  twice.rows.push_back(twice.rows.front());
+  const fs::path dir = write_run("twice", twice);
+  expect_input_error(command(dir, write_run("base", base_run())), {"line 6", "already appeared on line 2"});
+}
+
+TEST(Compare, NonexistentRunIsABadInput) {
+  expect_input_error("compare /nonexistent/run " + write_run("base", base_run()).string(), {"/nonexistent/run"});
+}
+
+TEST(Compare, BadOptionsAreUsageErrors) {
+  const fs::path base = write_run("base", base_run());
+  expect_input_error(command(base, base, "--mode speed"), {"--mode"});
+  expect_input_error(command(base, base, "--alpha 2"), {"--alpha"});
+  expect_input_error(command(base, base, "--threshold -1"), {"--threshold"});
+  expect_input_error("compare " + base.string(), {"NEW"});
+}
+
+}  // namespace
+}  // namespace pb

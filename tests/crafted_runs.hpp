@@ -1,0 +1,94 @@
+#pragma once
+// Crafted run directories for the compare/merge/baseline tests, written with the harness's own
+// writers (results_csv, samples_csv), so they are exactly what `run` writes.
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "phasebench/results.hpp"
+#include "phasebench/rng.hpp"
+#include "process.hpp"
+
+namespace pb::testing {
+
+struct CraftedRow {
+  std::string backend = "kokkos";
+  int phase_index = 0;
+  std::string phase = "baseline";
+  double median_ms = 1.0;
+  double noise = 0.01;  // each sample is median * (1 + noise * u), u uniform in [-1, 1)
+  int reps = 12;
+  std::string status = "OK";
+  int schema = kResultsSchemaVersion;
+};
+
+struct CraftedRun {
+  std::vector<CraftedRow> rows;
+  std::string fingerprint = "f00dcafe0001";
+  uint64_t noise_seed = 1;  // the same seed gives the same samples
+  std::string run_id = "20261121T000000Z-crafted";
+  std::string size = "small";
+  nlohmann::json extra_machine = nlohmann::json::object();
+};
+
+/// The usual ladder: the serial reference and three kokkos phases, all 1 ms apart from noise.
+inline std::vector<CraftedRow> ladder_rows() {
+  return {{"reference", 0, "serial_fp32", 1.0}, {"kokkos", 0, "baseline", 2.0},
+          {"kokkos", 1, "batched_metrics", 1.5}, {"kokkos", 3, "fused_lior_spd", 0.8}};
+}
+
+inline CraftedRow& find_row(CraftedRun& run, const std::string& backend, const std::string& phase) {
+  for (CraftedRow& row : run.rows)
+    if (row.backend == backend && row.phase == phase) return row;
+  throw std::logic_error("no crafted row " + backend + "/" + phase);
+}
+
+inline ResultRow result_row(const CraftedRun& run, const CraftedRow& crafted, const std::vector<double>& samples) {
+  ResultRow row;
+  row.run_id = run.run_id;
+  row.suite = "trainer2";
+  row.workload = "lior_step";
+  row.size = run.size;
+  row.backend = crafted.backend;
+  row.device = "cpu";
+  row.phase_index = crafted.phase_index;
+  row.phase = crafted.phase;
+  row.status = crafted.status;
+  row.reason = crafted.status == "OK" ? "" : "output s: rel_l2_err 0.5 > tolerance 1e-05";
+  row.reps = static_cast<int>(samples.size());
+  row.median_ms = samples.empty() ? kMissing : crafted.median_ms;
+  row.threads = 1;
+  row.schema = crafted.schema;
+  return row;
+}
+
+/// Writes `run` as a run directory at a fresh temporary path and returns it.
+inline std::filesystem::path write_run(const std::string& name, const CraftedRun& run) {
+  const std::filesystem::path dir = fresh_temp_path(name);
+  std::filesystem::create_directories(dir);
+  std::vector<ResultRow> rows;
+  std::vector<SampleRow> samples;
+  for (const CraftedRow& crafted : run.rows) {
+    SeededGenerator noise(run.noise_seed, crafted.backend + "/" + crafted.phase);
+    std::vector<double> times;
+    if (crafted.status == "OK")
+      for (int rep = 0; rep < crafted.reps; ++rep)
+        times.push_back(crafted.median_ms * (1 + crafted.noise * noise.uniform(-1, 1)));
+    rows.push_back(result_row(run, crafted, times));
+    for (size_t rep = 0; rep < times.size(); ++rep)
+      samples.push_back({"lior_step", run.size, crafted.backend, "cpu", crafted.phase, static_cast<int>(rep),
+                         times[rep], "trainer2"});
+  }
+  std::ofstream(dir / "results.csv") << results_csv(rows);
+  std::ofstream(dir / "samples.csv") << samples_csv(samples);
+  nlohmann::json machine = {{"fingerprint", run.fingerprint}, {"run_id", run.run_id}};
+  machine.update(run.extra_machine);
+  std::ofstream(dir / "machine.json") << machine.dump(2);
+  return dir;
+}
+
+}  // namespace pb::testing

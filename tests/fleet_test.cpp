@@ -1,0 +1,193 @@
+// Fleets and baselines: `run --shard i/n` partitions a selection, `merge` joins the shards into
+// one run, `baseline record` files a passing run under its machine's fingerprint; and the
+// test-only slowdown injection the gate's trust measurement uses.
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+
+#include "case_runner.hpp"
+#include "compare.hpp"
+#include "crafted_runs.hpp"
+#include "phasebench/errors.hpp"
+#include "phasebench/runner.hpp"
+
+namespace pb {
+namespace {
+namespace fs = std::filesystem;
+using testing::CraftedRun;
+using testing::fresh_temp_path;
+using testing::run_phasebench;
+using testing::write_run;
+
+nlohmann::json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+std::set<std::string> row_keys(const fs::path& run) {
+  std::set<std::string> keys;
+  for (const ResultRow& row : read_results_csv((run / "results.csv").string())) keys.insert(compare::row_key(row));
+  return keys;
+}
+
+// ---- shards --------------------------------------------------------------------------------------
+
+TEST(Shard, ShardsPartitionTheSelectionByWholeLadders) {
+  const std::vector<Case> all = plan_cases({}, SizeClass::Small);
+  for (int count = 1; count <= 4; ++count) {
+    std::map<std::string, int> shard_of_case, shard_of_ladder;
+    for (int index = 1; index <= count; ++index) {
+      Selection selection;
+      selection.shard_index = index;
+      selection.shard_count = count;
+      for (const Case& c : plan_cases(selection, SizeClass::Small)) {
+        EXPECT_TRUE(shard_of_case.emplace(c.row_name(), index).second) << c.row_name() << " in two shards";
+        const std::string ladder = c.workload->full_name() + "/" + c.ladder->backend + "/" + c.device;
+        EXPECT_EQ(shard_of_ladder.emplace(ladder, index).first->second, index) << ladder << " split";
+      }
+    }
+    EXPECT_EQ(shard_of_case.size(), all.size()) << count << " shards";
+  }
+}
+
+TEST(Shard, BadShardIsAUsageError) {
+  for (const char* shard : {"0/2", "3/2", "2", "a/b", "1/0", "1/2x"}) {
+    const auto result = run_phasebench(std::string("run --quick --size small --shard ") + shard);
+    EXPECT_EQ(result.exit_code, 2) << shard << "\n" << result.output;
+    EXPECT_NE(result.output.find("--shard"), std::string::npos) << result.output;
+  }
+}
+
+// Two real shards of the quick suite merge into what one run covers: each case once, the
+// reference (timed in both shards for their speedups) once, every row's samples kept.
+TEST(Merge, ShardsOfARunMergeIntoTheWholeRun) {
+  const std::string selection = "run --quick --size small --filter trainer2/lior_step ";
+  const fs::path whole = fresh_temp_path("whole"), first = fresh_temp_path("shard1"),
+                 second = fresh_temp_path("shard2"), merged = fresh_temp_path("merged");
+  for (const auto& [out, shard] : {std::pair{whole, ""}, {first, "--shard 1/2 "}, {second, "--shard 2/2 "}}) {
+    const auto result = run_phasebench(selection + shard + "--out " + out.string());
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+  }
+  EXPECT_EQ(read_json(second / "machine.json")["shard"]["count"], 2);
+  const auto result = run_phasebench("merge " + second.string() + " " + first.string() + " --out " + merged.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+
+  EXPECT_EQ(row_keys(merged), row_keys(whole));
+  const compare::RunData run = compare::load_run(merged.string());
+  EXPECT_EQ(run.rows.size(), row_keys(whole).size()) << "each case once";
+  for (const ResultRow& row : run.rows)
+    if (row.status == "OK") {
+      EXPECT_EQ(run.samples.at(compare::row_key(row)).size(), 3u) << compare::row_name(row);
+    }
+  const nlohmann::json machine = read_json(merged / "machine.json");
+  EXPECT_EQ(machine["merged_from"].size(), 2u);
+  EXPECT_FALSE(machine.contains("shard"));
+  EXPECT_EQ(machine["merged_from"][0]["shard"], "1/2") << "shards in order";
+  EXPECT_TRUE(read_json(merged / "benchmark.json").contains("benchmarks"));
+}
+
+CraftedRun crafted(const std::string& fingerprint, std::vector<testing::CraftedRow> rows) {
+  CraftedRun run;
+  run.fingerprint = fingerprint;
+  run.rows = std::move(rows);
+  return run;
+}
+
+TEST(Merge, RunsOfDifferentMachinesNeedAllowMixed) {
+  const fs::path a = write_run("a", crafted("aaaa", {{"reference", 0, "serial_fp32"}, {"kokkos", 0, "baseline"}}));
+  const fs::path b = write_run("b", crafted("bbbb", {{"onednn", 0, "baseline"}}));
+  const fs::path out = fresh_temp_path("mixed");
+  auto result = run_phasebench("merge " + a.string() + " " + b.string() + " --out " + out.string());
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("--allow-mixed"), std::string::npos) << result.output;
+  EXPECT_FALSE(fs::exists(out));
+
+  result = run_phasebench("merge " + a.string() + " " + b.string() + " --allow-mixed --out " + out.string());
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(read_json(out / "machine.json")["fingerprint"], "mixed");
+  EXPECT_EQ(row_keys(out).size(), 3u);
+}
+
+TEST(Merge, CaseInTwoInputsIsRefused) {
+  const fs::path a = write_run("a", crafted("aaaa", {{"reference", 0, "serial_fp32"}, {"kokkos", 0, "baseline"}}));
+  const fs::path b = write_run("b", crafted("aaaa", {{"reference", 0, "serial_fp32"}, {"kokkos", 0, "baseline"}}));
+  const auto result = run_phasebench("merge " + a.string() + " " + b.string() + " --out " + fresh_temp_path("dup").string());
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("kokkos/cpu/0_baseline is in both"), std::string::npos) << result.output;
+}
+
+TEST(Merge, ShardGivenTwiceIsRefused) {
+  CraftedRun shard = crafted("aaaa", {{"kokkos", 0, "baseline"}});
+  shard.extra_machine = {{"shard", {{"index", 1}, {"count", 2}}}};
+  CraftedRun again = crafted("aaaa", {{"onednn", 0, "baseline"}});
+  again.extra_machine = shard.extra_machine;
+  const auto result = run_phasebench("merge " + write_run("s1", shard).string() + " " + write_run("s1b", again).string() +
+                                     " --out " + fresh_temp_path("twice").string());
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("shard 1/2 given twice"), std::string::npos) << result.output;
+}
+
+// ---- baselines -----------------------------------------------------------------------------------
+
+TEST(Baseline, RecordFilesARunUnderItsFingerprintAndRefreshesOnlyWhenAsked) {
+  const fs::path root = fresh_temp_path("baselines");
+  CraftedRun run = crafted("cafe0123", testing::ladder_rows());
+  const fs::path first = write_run("first", run);
+  auto result = run_phasebench("baseline record " + first.string() + " --root " + root.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const fs::path baseline = root / "cafe0123";
+  for (const char* file : {"results.csv", "samples.csv", "machine.json"}) EXPECT_TRUE(fs::exists(baseline / file)) << file;
+  EXPECT_EQ(row_keys(baseline), row_keys(first));
+  EXPECT_EQ(compare::load_run(baseline.string()).sample_rows.size(), 4u * 12);
+
+  run.run_id = "20261122T000000Z-second";
+  const fs::path second = write_run("second", run);
+  result = run_phasebench("baseline record " + second.string() + " --root " + root.string());
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("--refresh"), std::string::npos) << result.output;
+
+  result = run_phasebench("baseline record " + second.string() + " --root " + root.string() + " --refresh");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(read_json(baseline / "machine.json")["run_id"], "20261122T000000Z-second");
+  EXPECT_EQ(std::distance(fs::directory_iterator(root), fs::directory_iterator()), 1) << "old copy removed";
+}
+
+TEST(Baseline, FailingRunIsNotABaseline) {
+  CraftedRun run = crafted("cafe0123", testing::ladder_rows());
+  run.rows[2].status = "MISTRUSTED";
+  const fs::path root = fresh_temp_path("baselines");
+  const auto result = run_phasebench("baseline record " + write_run("failing", run).string() + " --root " + root.string());
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("MISTRUSTED"), std::string::npos) << result.output;
+  EXPECT_FALSE(fs::exists(root / "cafe0123"));
+}
+
+TEST(Baseline, FingerprintOfARunAndOfThisMachine) {
+  auto result = run_phasebench("baseline fingerprint " + write_run("fp", crafted("cafe0456", testing::ladder_rows())).string());
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(result.output, "cafe0456\n");
+  result = run_phasebench("baseline fingerprint");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(result.output.size(), 13u) << "a 12-digit hash and a newline: " << result.output;
+}
+
+// ---- slowdown injection (trust measurement, docs/regression-gate.md) ------------------------------
+
+TEST(SlowdownInjection, AppliesToMatchingRowsOnly) {
+  const std::string row = "trainer2/lior_step/small/kokkos/cpu/3_fused_lior_spd";
+  EXPECT_DOUBLE_EQ(detail::slowdown_injected_into(row, "kokkos/cpu/3_:0.25"), 0.25);
+  EXPECT_DOUBLE_EQ(detail::slowdown_injected_into(row, "onednn:0.25"), 0.0);
+  EXPECT_DOUBLE_EQ(detail::slowdown_injected_into(row, "(kokkos|onednn):1"), 1.0);
+  EXPECT_DOUBLE_EQ(detail::slowdown_injected_into(row, nullptr), 0.0);
+  EXPECT_DOUBLE_EQ(detail::slowdown_injected_into(row, ""), 0.0);
+}
+
+TEST(SlowdownInjection, MalformedValueIsAnInputError) {
+  for (const char* spec : {"kokkos", "kokkos:", "kokkos:fast", "kokkos:-0.1", "([:0.1"})
+    EXPECT_THROW(detail::slowdown_injected_into("a/b", spec), InputError) << spec;
+}
+
+}  // namespace
+}  // namespace pb
