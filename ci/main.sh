@@ -1,15 +1,24 @@
 #!/usr/bin/env bash
 # The README's main command: install the packages, build, run the benchmark suites at the default
-# size, and print where the results are. Extra arguments go to `phasebench run`
+# size, write the HTML report beside the results (report.html in the run directory) and print
+# where both are. Extra arguments go to `phasebench run`
 # (e.g. `bash ci/main.sh --suite trainer2 --reps 20`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${PHASEBENCH_SKIP_INSTALL:-}" ]; then bash ci/install-deps.sh; fi
 bash ci/build.sh
 build_dir=${PHASEBENCH_BUILD_DIR:-build}
+run_log=$(mktemp)
+trap 'rm -f "$run_log"' EXIT
 status=0
-"$build_dir/phasebench" run "$@" || status=$?
+"$build_dir/phasebench" run "$@" | tee "$run_log" || status=${PIPESTATUS[0]}
 if [ "$status" -eq 1 ]; then
   echo "main: some variant failed its check (status FAIL, MISTRUSTED or ERROR in results.csv)" >&2
+fi
+# `run` ends by printing "results: <run directory>"; a run with failed checks gets its report too.
+run_dir=$(sed -n 's/^results: //p' "$run_log" | tail -n 1)
+if [ -n "$run_dir" ] && [ -f "$run_dir/results.csv" ]; then
+  "$build_dir/phasebench" report "$run_dir" --out "$run_dir/report.html" ||
+    echo "main: the HTML report could not be written (see above)" >&2
 fi
 exit "$status"

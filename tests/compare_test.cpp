@@ -134,6 +134,26 @@ TEST(Compare, TooFewRepetitionsAreWarnedAbout) {
   EXPECT_NE(c.warnings.front().find("--reps"), std::string::npos) << c.warnings.front();
 }
 
+// A shared machine: other work slows some repetitions (here by 1.85x), and how many changes from
+// run to run. The median follows that share; the fastest quarter does not.
+TEST(Compare, FastestQuarterIgnoresRepetitionsOtherWorkSlowed) {
+  CraftedRun quiet = base_run(), busy = rerun(base_run());
+  for (auto& row : quiet.rows) row.reps = 40, row.disturbed = 0.2;
+  for (auto& row : busy.rows) row.reps = 40, row.disturbed = 0.6;
+  compare::Options fastest;
+  fastest.fastest_pct = 25;
+  EXPECT_TRUE(compare_crafted(quiet, busy).failed()) << "the medians moved by the machine alone";
+  const auto c = compare_crafted(quiet, busy, fastest);
+  EXPECT_FALSE(c.failed());
+  for (const auto& rc : c.rows) EXPECT_LT(std::abs(rc.change), 0.03) << rc.name;
+  testing::find_row(busy, "kokkos", "batched_metrics").median_ms *= 1.25;  // and a real slowdown
+  const auto slowed = compare_crafted(quiet, busy, fastest);
+  EXPECT_EQ(verdict_of(slowed, "kokkos/cpu/1_batched_metrics"), Verdict::Regression);
+  EXPECT_EQ(slowed.count(Verdict::Regression), 1);
+  const auto result = run_phasebench(command(write_run("quiet", quiet), write_run("busy", busy), "--fastest 25"));
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+}
+
 // ---- rows and statuses ---------------------------------------------------------------------------
 
 TEST(Compare, MissingAndNewRowsAreReportedNotFailed) {
@@ -315,7 +335,9 @@ TEST(Compare, BadOptionsAreUsageErrors) {
   expect_input_error(command(base, base, "--mode speed"), {"--mode"});
   expect_input_error(command(base, base, "--alpha 2"), {"--alpha"});
   expect_input_error(command(base, base, "--threshold -1"), {"--threshold"});
+  expect_input_error(command(base, base, "--fastest 0"), {"--fastest"});
   expect_input_error("compare " + base.string(), {"NEW"});
+  expect_input_error(command(base, base, "--markdown /nonexistent/folder/summary.md"), {"/nonexistent/folder"});
 }
 
 }  // namespace

@@ -22,6 +22,7 @@ struct CraftedRow {
   double median_ms = 1.0;
   double noise = 0.01;  // each sample is median * (1 + noise * u), u uniform in [-1, 1)
   int reps = 12;
+  double disturbed = 0;  // this share of the repetitions is 1.85x slower (other work on the machine)
   std::string status = "OK";
   int schema = kResultsSchemaVersion;
 };
@@ -76,8 +77,10 @@ inline std::filesystem::path write_run(const std::string& name, const CraftedRun
     SeededGenerator noise(run.noise_seed, crafted.backend + "/" + crafted.phase);
     std::vector<double> times;
     if (crafted.status == "OK")
-      for (int rep = 0; rep < crafted.reps; ++rep)
-        times.push_back(crafted.median_ms * (1 + crafted.noise * noise.uniform(-1, 1)));
+      for (int rep = 0; rep < crafted.reps; ++rep) {
+        const double slowed = rep < crafted.disturbed * crafted.reps ? 1.85 : 1.0;
+        times.push_back(slowed * crafted.median_ms * (1 + crafted.noise * noise.uniform(-1, 1)));
+      }
     rows.push_back(result_row(run, crafted, times));
     for (size_t rep = 0; rep < times.size(); ++rep)
       samples.push_back({"lior_step", run.size, crafted.backend, "cpu", crafted.phase, static_cast<int>(rep),

@@ -129,6 +129,34 @@ TEST(Merge, ShardGivenTwiceIsRefused) {
   EXPECT_NE(result.output.find("shard 1/2 given twice"), std::string::npos) << result.output;
 }
 
+// Repeated runs of the same cases, one process each, pooled into one run.
+TEST(Merge, PoolJoinsTheSamplesOfRepeatedRunsAndRecomputesTheRows) {
+  CraftedRun first = crafted("aaaa", testing::ladder_rows()), second = first;
+  second.noise_seed = 2;
+  second.rows[1].status = "FAIL";  // kokkos baseline failed its check in one process
+  const fs::path out = fresh_temp_path("pooled");
+  const auto result = run_phasebench("merge --pool " + write_run("p1", first).string() + " " +
+                                     write_run("p2", second).string() + " --out " + out.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const compare::RunData pooled = compare::load_run(out.string());
+  ASSERT_EQ(pooled.rows.size(), 4u);
+  std::map<std::string, ResultRow> by_phase;
+  for (const ResultRow& row : pooled.rows) by_phase[row.backend + "/" + row.phase] = row;
+  const ResultRow& reference = by_phase["reference/serial_fp32"];
+  EXPECT_EQ(reference.reps, 24);
+  EXPECT_EQ(pooled.samples.at(compare::row_key(reference)).size(), 24u);
+  EXPECT_NEAR(reference.median_ms, 1.0, 0.01);
+  EXPECT_EQ(by_phase["kokkos/baseline"].status, "FAIL") << "a failure in any process fails the pool";
+  EXPECT_FALSE(pooled.samples.count(compare::row_key(by_phase["kokkos/baseline"])));
+  // Speedups come from the pooled samples; phase 0 failed, so phase 1 is the lowest timed phase.
+  const ResultRow& fused = by_phase["kokkos/fused_lior_spd"];
+  EXPECT_NEAR(fused.speedup_vs_reference, 1.0 / 0.8, 0.03);
+  EXPECT_NEAR(fused.speedup_vs_phase0, 1.5 / 0.8, 0.05);
+  EXPECT_NEAR(fused.speedup_vs_prev, 1.5 / 0.8, 0.05);
+  EXPECT_LT(fused.speedup_vs_reference_ci_low, fused.speedup_vs_reference);
+  EXPECT_EQ(fused.run_id, pooled.rows.front().run_id) << "one run now";
+}
+
 // ---- baselines -----------------------------------------------------------------------------------
 
 TEST(Baseline, RecordFilesARunUnderItsFingerprintAndRefreshesOnlyWhenAsked) {

@@ -14,9 +14,8 @@ struct ProcessResult {
   std::string output;  // stdout and stderr together
 };
 
-inline ProcessResult run_phasebench(const std::string& arguments, const std::string& environment = "") {
-  const std::string command =
-      environment + " " + PHASEBENCH_EXECUTABLE + " " + arguments + " 2>&1";
+/// Runs a shell command line (add " 2>&1" to capture stderr too).
+inline ProcessResult run_command(const std::string& command) {
   ProcessResult result;
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return result;
@@ -25,6 +24,10 @@ inline ProcessResult run_phasebench(const std::string& arguments, const std::str
   const int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
+}
+
+inline ProcessResult run_phasebench(const std::string& arguments, const std::string& environment = "") {
+  return run_command(environment + " " + PHASEBENCH_EXECUTABLE + " " + arguments + " 2>&1");
 }
 
 /// A fresh, not yet existing path under the temp directory.

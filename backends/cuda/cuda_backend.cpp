@@ -57,10 +57,23 @@ LaunchShape one_thread_per_row(int64_t rows, unsigned block) {
   return {static_cast<unsigned>(blocks > 0 ? blocks : 1), block};
 }
 
+void launch_kernel_on(cudaStream_t stream, std::size_t shared_bytes, const void* kernel,
+                      LaunchShape shape, void** arguments, const char* name) {
+  check(cudaLaunchKernel(kernel, dim3(shape.grid), dim3(shape.block), arguments, shared_bytes,
+                         stream),
+        name);
+  counters::note_ops(1);
+}
+
 void launch_kernel(const void* kernel, LaunchShape shape, void** arguments, const char* name) {
   // Default stream: every launch and copy of a variant is ordered, as in the original code.
-  check(cudaLaunchKernel(kernel, dim3(shape.grid), dim3(shape.block), arguments, 0, nullptr), name);
-  counters::note_ops(1);
+  launch_kernel_on(nullptr, 0, kernel, shape, arguments, name);
+}
+
+Stream::Stream() { check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"); }
+
+Stream::~Stream() {
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);  // queued work still completes
 }
 
 void* device_allocate_bytes(std::size_t bytes) {
@@ -72,6 +85,27 @@ void* device_allocate_bytes(std::size_t bytes) {
 
 void device_free_bytes(void* pointer) noexcept {
   if (pointer != nullptr) cudaFree(pointer);  // errors here (device lost) cannot be acted on
+}
+
+void* device_allocate_async(std::size_t bytes, cudaStream_t stream) {
+  void* pointer = nullptr;
+  check(cudaMallocAsync(&pointer, bytes, stream), "cudaMallocAsync");
+  counters::note_allocation(static_cast<int64_t>(bytes));
+  return pointer;
+}
+
+void device_free_async(void* pointer, cudaStream_t stream) noexcept {
+  if (pointer != nullptr) cudaFreeAsync(pointer, stream);
+}
+
+void* pinned_allocate_bytes(std::size_t bytes) {
+  void* pointer = nullptr;
+  check(cudaMallocHost(&pointer, bytes), "cudaMallocHost");
+  return pointer;
+}
+
+void pinned_free_bytes(void* pointer) noexcept {
+  if (pointer != nullptr) cudaFreeHost(pointer);
 }
 
 void copy_to_device(void* device_destination, const void* host_source, std::size_t bytes) {
@@ -89,6 +123,94 @@ void read_to_host(void* host_destination, const void* device_source, std::size_t
 
 void fill_with_nan(void* device_pointer, std::size_t bytes) {
   check(cudaMemset(device_pointer, 0xFF, bytes), "cudaMemset");
+}
+
+void copy_on(cudaStream_t stream, void* device_destination, const void* device_source,
+             std::size_t bytes) {
+  check(cudaMemcpyAsync(device_destination, device_source, bytes, cudaMemcpyDeviceToDevice, stream),
+        "cudaMemcpyAsync device to device");
+  counters::note_ops(1);
+}
+
+void zero_on(cudaStream_t stream, void* device_destination, std::size_t bytes) {
+  check(cudaMemsetAsync(device_destination, 0, bytes, stream), "cudaMemsetAsync");
+  counters::note_ops(1);
+}
+
+void copy_to_host_on(cudaStream_t stream, void* host_destination, const void* device_source,
+                     std::size_t bytes) {
+  check(cudaMemcpyAsync(host_destination, device_source, bytes, cudaMemcpyDeviceToHost, stream),
+        "cudaMemcpyAsync device to host");
+  counters::note_ops(1);
+}
+
+void read_to_host_on(cudaStream_t stream, void* host_destination, const void* device_source,
+                     std::size_t bytes) {
+  check(cudaMemcpyAsync(host_destination, device_source, bytes, cudaMemcpyDeviceToHost, stream),
+        "cudaMemcpyAsync device to host");
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  counters::note_host_sync();
+}
+
+void wait_for(cudaStream_t stream) {
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  counters::note_host_sync();
+}
+
+void upload_on(cudaStream_t stream, void* device_destination, const void* host_source,
+               std::size_t bytes) {
+  check(cudaMemcpyAsync(device_destination, host_source, bytes, cudaMemcpyHostToDevice, stream),
+        "cudaMemcpyAsync host to device");
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+}
+
+void download_on(cudaStream_t stream, void* host_destination, const void* device_source,
+                 std::size_t bytes) {
+  check(cudaMemcpyAsync(host_destination, device_source, bytes, cudaMemcpyDeviceToHost, stream),
+        "cudaMemcpyAsync device to host");
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+}
+
+// ---- graphs ------------------------------------------------------------------------------------
+
+Graph::~Graph() {
+  if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
+  if (graph_ != nullptr) cudaGraphDestroy(graph_);
+}
+
+std::string Graph::begin(cudaStream_t stream) {
+  // Thread-local mode: only this thread's unsafe calls (a cudaMalloc, a legacy-stream sync)
+  // invalidate the capture; other threads of the process are not affected.
+  const cudaError_t status = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+  if (status == cudaSuccess) return {};
+  cudaGetLastError();
+  return "cudaStreamBeginCapture: " + error_text(status);
+}
+
+std::string Graph::end(cudaStream_t stream, const std::string& failure) {
+  // End the capture whatever happened, so the stream leaves capture mode and stays usable.
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+  std::string why = failure;
+  if (why.empty() && ended != cudaSuccess) why = "cudaStreamEndCapture: " + error_text(ended);
+  cudaGraphExec_t exec = nullptr;
+  if (why.empty()) {
+    const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
+    if (instantiated != cudaSuccess) why = "cudaGraphInstantiate: " + error_text(instantiated);
+  }
+  if (!why.empty()) {
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    cudaGetLastError();  // the failure is reported, not carried into the eager run
+    return why;
+  }
+  graph_ = graph;
+  exec_ = exec;
+  return {};
+}
+
+void Graph::launch(cudaStream_t stream) const {
+  check(cudaGraphLaunch(exec_, stream), "cudaGraphLaunch");
+  counters::note_ops(1);
 }
 
 namespace {

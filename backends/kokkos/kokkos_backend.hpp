@@ -41,6 +41,14 @@ KOKKOS_INLINE_FUNCTION Scalar device_sqrt(Scalar value) {
 #endif
 }
 
+/// The math functions callable in kernels on every execution space: Kokkos 3.4 has them in
+/// Kokkos::Experimental only, Kokkos >= 3.7 in Kokkos (use as device_math::cos(x)).
+#if KOKKOS_VERSION >= 30700
+namespace device_math = ::Kokkos;
+#else
+namespace device_math = ::Kokkos::Experimental;
+#endif
+
 /// Waits for the device, then copies `device` into `host` (a mirror made in setup(), so run()
 /// allocates nothing). One host sync.
 template <class HostView, class DeviceViewType>
@@ -48,6 +56,16 @@ void copy_to_host(const HostView& host, const DeviceViewType& device) {
   Kokkos::fence();
   Kokkos::deep_copy(host, device);
   pb::counters::note_host_sync();
+}
+
+/// Element `index` of the 1-D `device` View, read through `host_cell` (a rank-0 host View made in
+/// setup()): the host waits for the device and reads one value, as `tensor[i].item()` does. One
+/// host sync.
+template <class HostCell, class DeviceViewType>
+typename HostCell::value_type read_element(const HostCell& host_cell, const DeviceViewType& device,
+                                           int64_t index) {
+  copy_to_host(host_cell, Kokkos::subview(device, index));
+  return host_cell();
 }
 
 /// A host mirror holding the current values of `device`. One host sync. It allocates the mirror

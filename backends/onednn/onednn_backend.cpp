@@ -166,6 +166,8 @@ dnnl::memory float_view(const dnnl::memory& base, const dnnl::memory::desc& desc
   return dnnl::memory(desc, base.get_engine(), static_cast<float*>(base.get_data_handle()) + offset);
 }
 
+void note_dispatched_op() { pb::counters::note_ops(1); }
+
 void execute(const dnnl::primitive& primitive, const Args& args) {
   pb::counters::note_ops(1);
   primitive.execute(stream(), args);
@@ -209,7 +211,8 @@ void fill_floats(const dnnl::memory& memory, float value) {
   write_floats(memory, std::vector<float>(memory.get_desc().get_size() / sizeof(float), value));
 }
 
-Execution::Execution(const dnnl::primitive_desc& pd, const Args& args) : primitive_(pd) {
+Execution::Execution(const dnnl::primitive_desc_base& pd, const Args& args)
+    : primitive_(pd.get()) {
   Args all = args;
   const dnnl::memory::desc scratchpad = pd.scratchpad_desc();
   if (scratchpad.get_size() > 0) all.emplace(DNNL_ARG_SCRATCHPAD, allocate(scratchpad));

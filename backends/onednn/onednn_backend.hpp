@@ -6,7 +6,8 @@
 // the runtime goes through the helpers below, because they are where the counters are fed:
 //   execute() / Execution  -> one dispatched op per primitive execution,
 //   allocate()             -> bytes allocated (counted only inside the counted iteration),
-//   read_floats_to_host()  -> one host sync (stream wait + copy).
+//   read_floats_to_host()  -> one host sync (stream wait + copy),
+//   run_host_kernel()      -> one dispatched op (plain C++ where no primitive fits; no sync).
 //
 // oneDNN 3.0 removed the op descriptors (eltwise_forward::desc, ...) and changed post-op and
 // primitive-descriptor signatures; the version-specific code lives in the small *_pd() and
@@ -39,6 +40,9 @@ dnnl::memory allocate(const dnnl::memory::desc& desc);
 dnnl::memory float_view(const dnnl::memory& base, const dnnl::memory::desc& desc,
                         int64_t offset);
 
+/// Counts one dispatched op (pb::counters); for work dispatched without execute().
+void note_dispatched_op();
+
 /// Runs `primitive` on stream() with `args`: one dispatched op. Does not wait.
 void execute(const dnnl::primitive& primitive, const Args& args);
 /// The same with arguments already in oneDNN's C form (no per-call map or vector).
@@ -55,6 +59,24 @@ void write_floats(const dnnl::memory& memory, const std::vector<float>& values);
 /// Fills `memory` with `value` (e.g. NaN to poison an output).
 void fill_floats(const dnnl::memory& memory, float value);
 
+/// The host address of a memory of engine(): on a CPU engine a memory handle is a host pointer.
+/// Only for host kernels (below), setup and outputs; never to read a result inside run().
+inline float* host_floats(const dnnl::memory& memory) {
+  return static_cast<float*>(memory.get_data_handle());
+}
+
+/// Runs `kernel`, plain C++ over memories of engine(), as one dispatched op in stream order: the
+/// CPU engine's stand-in for a custom device kernel where no primitive fits (oneDNN has no user
+/// kernels on the CPU engine). The kernel reads and writes device memory on the device side and
+/// returns nothing to the host code, so it is not a host sync. The wait only orders it after the
+/// queued primitives (with the OpenMP runtime they have finished already: an in-order stream).
+template <typename Kernel>
+void run_host_kernel(Kernel&& kernel) {
+  note_dispatched_op();
+  stream().wait();
+  kernel();
+}
+
 /// One primitive execution prepared in setup(): the primitive, its scratchpad and its arguments.
 /// Primitives are created in user scratchpad mode (see the *_pd() helpers) so that no allocation
 /// hides inside execution; the scratchpad is allocated here, once. Arguments are converted to
@@ -62,7 +84,8 @@ void fill_floats(const dnnl::memory& memory, float value);
 /// counts host heap bytes in run(), and at small sizes per-call bookkeeping shows in the time.
 class Execution {
  public:
-  Execution(const dnnl::primitive_desc& pd, const Args& args);
+  /// Any primitive descriptor, reorders included (theirs is not a dnnl::primitive_desc).
+  Execution(const dnnl::primitive_desc_base& pd, const Args& args);
   /// Executes on stream() through execute(): one dispatched op. Does not wait.
   void operator()() const { execute(primitive_, c_args_); }
 
@@ -118,17 +141,69 @@ inline dnnl::binary::primitive_desc binary_pd(dnnl::algorithm algorithm,
 #endif
 }
 
-/// Reduces src over the dimensions where dst has size 1 (sum, mean, ...; p and eps unused).
+/// Reduces src over the dimensions where dst has size 1 (sum, mean, ...; p and eps only for the
+/// norm algorithms, e.g. reduction_norm_lp_sum with p = 2 is the Euclidean norm).
 inline dnnl::reduction::primitive_desc reduction_pd(dnnl::algorithm algorithm,
                                                     const dnnl::memory::desc& src,
                                                     const dnnl::memory::desc& dst,
-                                                    const dnnl::primitive_attr& attr = {}) {
+                                                    const dnnl::primitive_attr& attr = {},
+                                                    float p = 0.0f, float eps = 0.0f) {
 #if DNNL_VERSION_MAJOR >= 3
-  return {engine(), algorithm, src, dst, 0.0f, 0.0f, user_scratchpad(attr)};
+  return {engine(), algorithm, src, dst, p, eps, user_scratchpad(attr)};
 #else
-  const dnnl::reduction::desc desc(algorithm, src, dst, 0.0f, 0.0f);
+  const dnnl::reduction::desc desc(algorithm, src, dst, p, eps);
   return {desc, user_scratchpad(attr), engine()};
 #endif
+}
+
+/// dst = softmax of src along `axis` (dst laid out as src).
+inline dnnl::softmax_forward::primitive_desc softmax_pd(const dnnl::memory::desc& data, int axis,
+                                                        const dnnl::primitive_attr& attr = {}) {
+#if DNNL_VERSION_MAJOR >= 3
+  return {engine(), dnnl::prop_kind::forward_inference, dnnl::algorithm::softmax_accurate, data,
+          data, axis, user_scratchpad(attr)};
+#else
+  const dnnl::softmax_forward::desc desc(dnnl::prop_kind::forward_inference, data, axis);
+  return {desc, user_scratchpad(attr), engine()};
+#endif
+}
+
+/// Forward-inference direct 2-D convolution, stride 1, `padding` zeros on every side.
+inline dnnl::convolution_forward::primitive_desc convolution_pd(
+    const dnnl::memory::desc& src, const dnnl::memory::desc& weights,
+    const dnnl::memory::desc& dst, dnnl::memory::dim padding,
+    const dnnl::primitive_attr& attr = {}) {
+  const dnnl::memory::dims strides{1, 1}, pad{padding, padding};
+#if DNNL_VERSION_MAJOR >= 3
+  return {engine(), dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+          src, weights, dst, strides, pad, pad, user_scratchpad(attr)};
+#else
+  const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                             dnnl::algorithm::convolution_direct, src, weights,
+                                             dst, strides, pad, pad);
+  return {desc, user_scratchpad(attr), engine()};
+#endif
+}
+
+/// dst [N,OC] = src [N,IC] x weights [OC,IC]^T (forward inference, no bias). With N = 1 and the
+/// weights in "io" layout ([IC,OC] row-major) it is a gemv that oneDNN 2.6 runs at memory speed.
+inline dnnl::inner_product_forward::primitive_desc inner_product_pd(
+    const dnnl::memory::desc& src, const dnnl::memory::desc& weights,
+    const dnnl::memory::desc& dst, const dnnl::primitive_attr& attr = {}) {
+#if DNNL_VERSION_MAJOR >= 3
+  return {engine(), dnnl::prop_kind::forward_inference, src, weights, dst, user_scratchpad(attr)};
+#else
+  const dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, src, weights,
+                                               dst);
+  return {desc, user_scratchpad(attr), engine()};
+#endif
+}
+
+/// A copy (or layout change) from src to dst: a reorder, the same call in oneDNN 2.x and 3.x.
+inline dnnl::reorder::primitive_desc reorder_pd(const dnnl::memory::desc& src,
+                                                const dnnl::memory::desc& dst,
+                                                const dnnl::primitive_attr& attr = {}) {
+  return {engine(), src, engine(), dst, user_scratchpad(attr)};
 }
 
 /// dst = src x weights (2-D: [M,K] x [K,N] -> [M,N]), post-ops from `attr`.

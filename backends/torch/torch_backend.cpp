@@ -31,6 +31,20 @@
 #include "phasebench/backend.hpp"
 #include "phasebench/counters.hpp"
 
+// CUDA graphs and the caching allocator's cleanup need LibTorch's CUDA headers and libtorch_cuda.
+// PHASEBENCH_TORCH_CUDA is defined by backends/torch/CMakeLists.txt when the LibTorch found has
+// CUDA. Debian's CPU-only LibTorch ships ATen/cuda/CUDAGraph.h but neither the CUDA runtime
+// headers it includes nor libtorch_cuda, so the header alone is no proof: both are required.
+// Not compiled or run on the development machine (CPU-only LibTorch 1.13, no GPU).
+#if defined(PHASEBENCH_TORCH_CUDA) && __has_include(<ATen/cuda/CUDAGraph.h>)
+#define PHASEBENCH_TORCH_CUDA_GRAPHS 1
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+#endif
+
 namespace pb::torch_backend {
 namespace {
 
@@ -255,6 +269,112 @@ HostArray to_host_array(const torch::Tensor& tensor) {
 torch::Tensor read_to_host(const torch::Tensor& tensor) {
   counters::note_host_sync();
   return tensor.to(torch::kCPU).contiguous();
+}
+
+// ---- CUDA-only machinery ------------------------------------------------------------------------
+
+bool has_caching_allocator(const std::string& device) {
+  return device == "cuda" && cuda_unavailable_reason().empty();
+}
+
+AllocatorCleanup::AllocatorCleanup(const std::string& device, bool adaptive)
+    : enabled_(has_caching_allocator(device)), adaptive_(adaptive) {}
+
+namespace {
+
+#ifdef PHASEBENCH_TORCH_CUDA_GRAPHS
+// Device-wide memory use (cudaMemGetInfo: a driver query, it does not wait for the device). The
+// allocator's own statistics would do too, but their types moved between LibTorch 1.x and 2.x.
+double cuda_memory_used_fraction() {
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess || total_bytes == 0) return 0;
+  return 1.0 - static_cast<double>(free_bytes) / static_cast<double>(total_bytes);
+}
+#endif
+
+}  // namespace
+
+void AllocatorCleanup::after_window() {
+  if (!enabled_) return;
+  ++windows_;
+#ifdef PHASEBENCH_TORCH_CUDA_GRAPHS
+  if (windows_ % (adaptive_ ? 50 : 10) != 0) return;
+  if (adaptive_ && cuda_memory_used_fraction() <= 0.9) return;
+  counters::note_host_sync();  // empty_cache synchronizes before it frees the cached blocks
+  c10::cuda::CUDACachingAllocator::emptyCache();
+#endif
+}
+
+std::string cuda_graph_unavailable_reason() {
+#ifdef PHASEBENCH_TORCH_CUDA_GRAPHS
+  return cuda_unavailable_reason();
+#else
+  return "phasebench was built against LibTorch " TORCH_VERSION
+         " without CUDA (no at::cuda::CUDAGraph)";
+#endif
+}
+
+#ifdef PHASEBENCH_TORCH_CUDA_GRAPHS
+struct CudaGraph::Impl {
+  at::cuda::CUDAGraph graph;
+  bool captured = false;
+};
+#else
+struct CudaGraph::Impl {
+  bool captured = false;
+};
+#endif
+
+CudaGraph::CudaGraph() = default;
+CudaGraph::~CudaGraph() = default;
+
+bool CudaGraph::captured() const { return impl_ && impl_->captured; }
+
+std::string CudaGraph::capture(const std::function<void()>& body) {
+  impl_.reset();
+#ifdef PHASEBENCH_TORCH_CUDA_GRAPHS
+  auto impl = std::make_unique<Impl>();
+  torch::cuda::synchronize();  // the warm-up's work must not leak into the capture
+  std::string failure;
+  {
+    // Capture cannot run on the legacy default stream: use a side stream for its duration.
+    c10::cuda::CUDAStreamGuard side_stream(c10::cuda::getStreamFromPool());
+    try {
+      impl->graph.capture_begin();
+    } catch (const std::exception& error) {
+      return std::string("CUDA graph capture could not begin: ") + error.what();
+    }
+    try {
+      body();
+    } catch (const std::exception& error) {
+      failure = error.what();
+    }
+    // End the capture even when the body failed, so the stream leaves capture mode.
+    try {
+      impl->graph.capture_end();
+    } catch (const std::exception& error) {
+      if (failure.empty()) failure = error.what();
+    }
+  }
+  if (!failure.empty()) {
+    (void)cudaGetLastError();  // clear the sticky capture error so eager work can go on
+    return "CUDA graph capture failed: " + failure;
+  }
+  torch::cuda::synchronize();
+  impl->captured = true;
+  impl_ = std::move(impl);
+  return {};
+#else
+  (void)body;
+  return cuda_graph_unavailable_reason();
+#endif
+}
+
+void CudaGraph::replay() {
+  if (!captured()) throw std::logic_error("CudaGraph::replay() before a successful capture()");
+#ifdef PHASEBENCH_TORCH_CUDA_GRAPHS
+  impl_->graph.replay();
+#endif
 }
 
 }  // namespace pb::torch_backend

@@ -7,6 +7,9 @@
 // aten::_local_scalar_dense (what .item() dispatches) as one host sync; the CPU and CUDA
 // allocators report the bytes of every tensor allocated. read_to_host() counts its own sync.
 
+#include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -38,5 +41,50 @@ HostArray to_host_array(const torch::Tensor& tensor);
 /// a real device-to-host copy that waits for the device; on the CPU it is the same storage. Read
 /// the result through data_ptr(), never .item(), which the op callback would count again.
 torch::Tensor read_to_host(const torch::Tensor& tensor);
+
+// ---- CUDA-only machinery (compiled only against a CUDA LibTorch; see torch_backend.cpp) ---------
+
+/// True when `device` has a caching allocator whose cache can be emptied (LibTorch's CUDA device).
+bool has_caching_allocator(const std::string& device);
+
+/// The original trainer's allocator cleanup after each window: torch.cuda.empty_cache() every 10
+/// windows; `adaptive` (phase adaptive_cleanup): every 50 windows and only when the device's memory
+/// is more than 90% used. Emptying the cache waits for the device: one counted host sync. A no-op
+/// on devices without a caching allocator.
+class AllocatorCleanup {
+ public:
+  AllocatorCleanup() = default;
+  AllocatorCleanup(const std::string& device, bool adaptive);
+  void after_window();
+
+ private:
+  bool enabled_ = false, adaptive_ = false;
+  int64_t windows_ = 0;
+};
+
+/// Why this build cannot capture CUDA graphs; empty when it can (a CUDA LibTorch).
+std::string cuda_graph_unavailable_reason();
+
+/// A CUDA graph (at::cuda::CUDAGraph) of the device work a body enqueues. The caller warms the
+/// body up eagerly first (lazy initialization, JIT profiling and allocator growth must not happen
+/// inside the capture) and keeps every tensor the body reads or writes alive and in place.
+class CudaGraph {
+ public:
+  CudaGraph();
+  ~CudaGraph();
+  CudaGraph(const CudaGraph&) = delete;
+  CudaGraph& operator=(const CudaGraph&) = delete;
+
+  /// Captures `body` on a side stream. Empty on success; otherwise why capture failed (the device
+  /// stays usable and the caller runs the body eagerly instead).
+  std::string capture(const std::function<void()>& body);
+  /// Enqueues the captured work on the current stream (does not wait for it).
+  void replay();
+  bool captured() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace pb::torch_backend

@@ -1,5 +1,6 @@
 #include "case_runner.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <regex>
 
@@ -84,18 +85,52 @@ void count(LiveCase& live) {
   }
 }
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+volatile uint64_t spin_result;  // keeps spin()'s work observable
+
+// Busy work the compiler cannot remove: a chain of dependent multiply-adds.
+void spin(uint64_t units) {
+  uint64_t x = units;
+  for (uint64_t i = 0; i < units; ++i) x = x * 6364136223846793005ull + 1442695040888963407ull;
+  spin_result = x;
+}
+
+// Nanoseconds one unit of spin() takes when nothing interferes: the fastest of several timings.
+double spin_unit_ns() {
+  static const double nanoseconds = [] {
+    constexpr uint64_t kUnits = 20000;
+    double fastest = 1e30;
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      const auto start = Clock::now();
+      spin(kUnits);
+      fastest = std::min(fastest, std::chrono::duration<double, std::nano>(Clock::now() - start).count());
+    }
+    return fastest / kUnits;
+  }();
+  return nanoseconds;
+}
+
+// Extra CPU work worth the injected fraction of the case's fastest iteration. CPU work rather than
+// a wait on the clock: on a busy machine the variant's work and the extra work slow down alike,
+// while a wait proportional to the wall time would grow with every preemption and overstate it.
+void inject_slowdown(LiveCase& live, Clock::duration elapsed) {
+  live.fastest_iteration_ns = std::min<double>(live.fastest_iteration_ns,
+                                               std::chrono::duration<double, std::nano>(elapsed).count());
+  spin(static_cast<uint64_t>(live.injected_slowdown * live.fastest_iteration_ns / spin_unit_ns()));
+}
+
+}  // namespace
+
 double timed_iteration(LiveCase& live) {
-  using Clock = std::chrono::steady_clock;
   Backend& backend = *live.spec.backend;
   backend.synchronize(live.spec.device);
   const auto start = Clock::now();
   live.variant->run();
   backend.synchronize(live.spec.device);
-  if (live.injected_slowdown > 0) {  // busy-wait inside the timed region: a slower variant
-    const auto until = start + (Clock::now() - start) * (1 + live.injected_slowdown);
-    while (Clock::now() < until) {
-    }
-  }
+  if (live.injected_slowdown > 0) inject_slowdown(live, Clock::now() - start);  // test-only
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 

@@ -28,7 +28,8 @@ struct LiveCase {
   CheckResult check;
   counters::Totals counts;
   bool counted = false;
-  double injected_slowdown = 0;  // test-only: see slowdown_injected_into()
+  double injected_slowdown = 0;      // test-only: see slowdown_injected_into()
+  double fastest_iteration_ns = 1e30;  // the injection's measure of the variant's own work
 };
 
 /// Constructs and sets up the variant, or records why it cannot run (SKIPPED/UNSUPPORTED/ERROR).
@@ -43,7 +44,8 @@ double timed_iteration(LiveCase& live);
 
 /// Test-only fault injection, to measure how well `compare` catches slowdowns: with
 /// PHASEBENCH_INJECT_SLOWDOWN="<regex>:<fraction>" (e.g. "kokkos/cpu/3_:0.25"), timed iterations
-/// of cases whose row name matches the regex take (1 + fraction) times as long. Returns that
+/// of cases whose row name matches the regex take (1 + fraction) times as long (extra CPU work
+/// worth that fraction of the case's fastest iteration, done inside the timed region). Returns that
 /// fraction for `row_name` (0 when unset or not matching); throws InputError on a malformed value.
 double slowdown_injected_into(const std::string& row_name, const char* spec);
 

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "case_runner.hpp"
+#include "claims_view.hpp"
 #include "phasebench/errors.hpp"
 #include "phasebench/files.hpp"
 #include "phasebench/machine.hpp"
@@ -145,6 +146,7 @@ int write_run(const RunCommand& command, RunOutcome outcome, const roofline::Cei
   write_file_atomically(staging / "machine.json", machine.dump(2) + "\n");
   dir.commit();
   print_summary(outcome.rows);
+  print_claims_view(std::cout, outcome.rows);
   std::cout << "\nresults: " << final_dir.string() << "\n";
   for (const ResultRow& row : outcome.rows)
     if (is_failure(row.status)) return 1;

@@ -52,13 +52,24 @@ std::vector<double> relative_times(const std::vector<double>& times, const std::
   return relative;
 }
 
+// The fastest `percent` of the samples (at least 3): on a machine shared with other work, the
+// repetitions nothing disturbed. Which share of a run is disturbed changes from run to run, and
+// moves a median far more than a slowdown worth catching.
+std::vector<double> fastest(std::vector<double> samples, double percent) {
+  if (percent >= 100) return samples;
+  std::sort(samples.begin(), samples.end());
+  const auto wanted = static_cast<size_t>(std::ceil(percent / 100 * static_cast<double>(samples.size())));
+  samples.resize(std::min(samples.size(), std::max<size_t>(3, wanted)));
+  return samples;
+}
+
 Measurement measure(const RunData& run, const ResultRow& row, const Options& options) {
   Measurement measurement;
   const std::vector<double>* times = samples_of(run, row);
   if (!times) return measurement;
   if (options.mode == Mode::Time) {
     measurement.state = Measurement::State::Available;
-    measurement.values = *times;
+    measurement.values = fastest(*times, options.fastest_pct);
     return measurement;
   }
   const ResultRow* base = ratio_base_of(run, row, options.ratio_to);
@@ -68,7 +79,12 @@ Measurement measure(const RunData& run, const ResultRow& row, const Options& opt
     return measurement;
   }
   measurement.state = Measurement::State::Available;
-  measurement.values = relative_times(*times, *samples_of(run, *base), base->run_id == row.run_id);
+  if (options.fastest_pct >= 100) {
+    measurement.values = relative_times(*times, *samples_of(run, *base), base->run_id == row.run_id);
+  } else {  // undisturbed repetitions of the row over the base's undisturbed level
+    const std::vector<double> base_fastest = fastest(*samples_of(run, *base), options.fastest_pct);
+    measurement.values = relative_times(fastest(*times, options.fastest_pct), base_fastest, false);
+  }
   return measurement;
 }
 
@@ -212,12 +228,13 @@ void warn_about_power(Comparison& comparison) {
   }
   int enough = 2;
   while (smallest_p(enough, enough) > needed) ++enough;
+  const double kept = comparison.options.fastest_pct / 100;  // --fastest compares only these
   if (powerless)
     comparison.warnings.push_back(std::to_string(powerless) + " of " + std::to_string(comparison.tested) +
-                                  " rows have too few repetitions (as few as " + std::to_string(fewest) +
+                                  " rows have too few repetitions compared (as few as " + std::to_string(fewest) +
                                   ") for any slowdown to be significant after the correction for " +
                                   std::to_string(comparison.tested) + " rows; run with --reps " +
-                                  std::to_string(enough) + " or more");
+                                  std::to_string(static_cast<int>(std::ceil(enough / kept))) + " or more");
 }
 
 void warn_about_rows(Comparison& comparison) {

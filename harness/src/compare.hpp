@@ -49,6 +49,7 @@ struct Options {
   double alpha = 0.05;       // family-wise error rate over the rows tested (Holm)
   Mode mode = Mode::Time;
   RatioBase ratio_to = RatioBase::Reference;
+  double fastest_pct = 100;  // compare only the fastest this many percent of each row's samples
 };
 
 enum class Verdict {

@@ -4,11 +4,13 @@
 
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <iostream>
 
 #include "baseline.hpp"
 #include "compare.hpp"
 #include "merge.hpp"
+#include "phasebench/errors.hpp"
 #include "phasebench/files.hpp"
 #include "phasebench/runner.hpp"
 
@@ -58,7 +60,25 @@ struct RegressionCommands::Parsed {
   CLI::App* fingerprint = nullptr;
   std::string run, root = baseline::kDefaultRoot;
   bool refresh = false;
+
+  int run_compare();
 };
+
+int RegressionCommands::Parsed::run_compare() {
+  const std::filesystem::path folder = std::filesystem::path(markdown).parent_path();
+  if (!folder.empty() && !std::filesystem::is_directory(folder))
+    throw InputError("--markdown " + markdown + ": the folder " + folder.string() + " does not exist");
+  options.mode = mode == "ratio" ? compare::Mode::Ratio : compare::Mode::Time;
+  options.ratio_to = ratio_to == "phase0" ? compare::RatioBase::Phase0 : compare::RatioBase::Reference;
+  const compare::RunData base_run = compare::load_run(base), new_run = compare::load_run(fresh);
+  const compare::Comparison comparison = compare::compare_runs(base_run, new_run, options);
+  std::cout << compare::terminal_report(comparison);
+  if (!markdown.empty()) {
+    write_file_atomically(markdown, compare::markdown_report(comparison));
+    std::cout << "summary: " << markdown << "\n";
+  }
+  return comparison.failed() ? 1 : 0;
+}
 
 RegressionCommands::RegressionCommands(CLI::App& app) : parsed_(std::make_unique<Parsed>()) {
   Parsed& p = *parsed_;
@@ -74,12 +94,19 @@ RegressionCommands::RegressionCommands(CLI::App& app) : parsed_(std::make_unique
       ->check(CLI::IsMember({"time", "ratio"}));
   p.compare->add_option("--ratio-to", p.ratio_to, "ratio mode divides by: reference (default) or phase0")
       ->check(CLI::IsMember({"reference", "phase0"}));
+  p.compare->add_option("--fastest", p.options.fastest_pct,
+                        "compare only the fastest PCT% of each row's repetitions (default 100: all); on "
+                        "a shared machine, 25 keeps the ones other work did not slow down")
+      ->check(CLI::Range(1.0, 100.0));
   p.compare->add_option("--markdown", p.markdown, "also write a Markdown summary (a pull-request comment) here");
 
-  p.merge = app.add_subcommand("merge", "join the shards of a run (`run --shard i/n`) into one run directory");
+  p.merge = app.add_subcommand("merge", "join the shards of a run (`run --shard i/n`), or pool repeated runs "
+                                         "(--pool), into one run directory");
   p.merge->add_option("RUN", p.merge_options.runs, "run directories (or results.csv) of the shards")->required();
   p.merge->add_option("--out", p.merge_options.out_dir, "run directory to create (must not exist)")->required();
   p.merge->add_flag("--allow-mixed", p.merge_options.allow_mixed, "merge runs from different machines anyway");
+  p.merge->add_flag("--pool", p.merge_options.pool,
+                    "the runs repeat the same cases (one process each): pool their samples per row");
 
   p.baseline = app.add_subcommand("baseline", "regression baselines under results/baselines/<fingerprint>/");
   p.baseline->require_subcommand(1);
@@ -95,18 +122,7 @@ RegressionCommands::~RegressionCommands() = default;
 
 std::optional<int> RegressionCommands::run_chosen() {
   Parsed& p = *parsed_;
-  if (*p.compare) {
-    p.options.mode = p.mode == "ratio" ? compare::Mode::Ratio : compare::Mode::Time;
-    p.options.ratio_to = p.ratio_to == "phase0" ? compare::RatioBase::Phase0 : compare::RatioBase::Reference;
-    const compare::RunData base = compare::load_run(p.base), fresh = compare::load_run(p.fresh);
-    const compare::Comparison comparison = compare::compare_runs(base, fresh, p.options);
-    std::cout << compare::terminal_report(comparison);
-    if (!p.markdown.empty()) {
-      write_file_atomically(p.markdown, compare::markdown_report(comparison));
-      std::cout << "summary: " << p.markdown << "\n";
-    }
-    return comparison.failed() ? 1 : 0;
-  }
+  if (*p.compare) return p.run_compare();
   if (*p.merge) {
     for (const std::string& line : merge::merge_runs(p.merge_options)) std::cout << line << "\n";
     return 0;

@@ -69,22 +69,14 @@ void check_shards(const std::vector<RunData>& runs, std::vector<std::string>& no
                       " is not among the inputs: its cases are missing from the merged run");
 }
 
-struct Merged {
-  std::vector<ResultRow> rows;
-  std::vector<SampleRow> samples;
-};
-
-void add_samples(Merged& merged, const RunData& run, const ResultRow& row) {
+void add_samples(MergedRows& merged, const RunData& run, const ResultRow& row) {
   const auto found = run.samples.find(compare::row_key(row));
-  if (found == run.samples.end()) return;
-  for (size_t rep = 0; rep < found->second.size(); ++rep)
-    merged.samples.push_back({row.workload, row.size, row.backend, row.device, row.phase, static_cast<int>(rep),
-                              found->second[rep], row.suite});
+  if (found != run.samples.end()) append_samples(merged, row, found->second);
 }
 
 // Rows keep their own run_id, so `compare --mode ratio` knows which rows were timed together.
-Merged join_rows(const std::vector<RunData>& runs) {
-  Merged merged;
+MergedRows join_rows(const std::vector<RunData>& runs) {
+  MergedRows merged;
   std::map<std::string, std::string> owner;  // row key -> the input it came from
   for (const RunData& run : runs) {
     for (const ResultRow& row : run.rows) {
@@ -106,10 +98,10 @@ Merged join_rows(const std::vector<RunData>& runs) {
   return merged;
 }
 
-nlohmann::json merged_machine(const std::vector<RunData>& runs, bool mixed) {
+nlohmann::json merged_machine(const std::vector<RunData>& runs, bool mixed, const std::string& run_id) {
   nlohmann::json machine = runs.front().machine.is_object() ? runs.front().machine : nlohmann::json::object();
   machine.erase("shard");
-  machine["run_id"] = make_run_id();
+  machine["run_id"] = run_id;
   if (mixed) machine["fingerprint"] = "mixed";
   machine["merged_from"] = nlohmann::json::array();
   for (const RunData& run : runs) {
@@ -141,6 +133,12 @@ std::string merged_benchmark_json(const std::vector<RunData>& runs) {
 
 }  // namespace
 
+void append_samples(MergedRows& merged, const ResultRow& row, const std::vector<double>& samples) {
+  for (size_t rep = 0; rep < samples.size(); ++rep)
+    merged.samples.push_back({row.workload, row.size, row.backend, row.device, row.phase, static_cast<int>(rep),
+                              samples[rep], row.suite});
+}
+
 std::vector<std::string> merge_runs(const MergeOptions& options) {
   if (fs::exists(options.out_dir))
     throw InputError("--out " + options.out_dir + " already exists; phasebench never overwrites results");
@@ -150,16 +148,17 @@ std::vector<std::string> merge_runs(const MergeOptions& options) {
                    [](const RunData& a, const RunData& b) { return shard_of(a).index < shard_of(b).index; });
   std::vector<std::string> notes;
   const bool mixed = check_machines(runs, options.allow_mixed, notes);
-  check_shards(runs, notes);
-  const Merged merged = join_rows(runs);
+  if (!options.pool) check_shards(runs, notes);
+  const std::string run_id = make_run_id();
+  const MergedRows merged = options.pool ? pool_rows(runs, run_id) : join_rows(runs);
 
   StagedDirectory dir(options.out_dir);
   write_file_atomically(dir.staging_path() / "results.csv", results_csv(merged.rows));
   write_file_atomically(dir.staging_path() / "samples.csv", samples_csv(merged.samples));
   write_file_atomically(dir.staging_path() / "benchmark.json", merged_benchmark_json(runs));
-  write_file_atomically(dir.staging_path() / "machine.json", merged_machine(runs, mixed).dump(2) + "\n");
+  write_file_atomically(dir.staging_path() / "machine.json", merged_machine(runs, mixed, run_id).dump(2) + "\n");
   dir.commit();
-  notes.push_back("merged " + std::to_string(runs.size()) + " runs into " + options.out_dir + ": " +
+  notes.push_back(std::string(options.pool ? "pooled " : "merged ") + std::to_string(runs.size()) + " runs into " + options.out_dir + ": " +
                   std::to_string(merged.rows.size()) + " rows, " + std::to_string(merged.samples.size()) +
                   " samples");
   return notes;

@@ -6,18 +6,40 @@
 #include <string>
 #include <vector>
 
+#include "phasebench/results.hpp"
+
+namespace pb::compare {
+struct RunData;
+}
+
 namespace pb::merge {
 
 struct MergeOptions {
   std::vector<std::string> runs;  // run directories or their results.csv
   std::string out_dir;            // must not exist
   bool allow_mixed = false;       // accept runs from machines with different fingerprints
+  bool pool = false;              // the runs repeat the same cases: pool their samples
 };
 
 /// Writes the merged run and returns the lines to tell the user (what was merged, warnings).
-/// Throws InputError for mixed machines (unless allowed), a shard given twice, or a case that
-/// two inputs both ran (only the serial reference may repeat: every shard times it for its
-/// speedups; the lowest shard's copy is kept).
+/// Shards (the default): throws InputError for mixed machines (unless allowed), a shard given
+/// twice, or a case that two inputs both ran (only the serial reference may repeat: every shard
+/// times it for its speedups; the lowest shard's copy is kept). With `pool`: see pool_rows().
 std::vector<std::string> merge_runs(const MergeOptions& options);
+
+struct MergedRows {
+  std::vector<ResultRow> rows;
+  std::vector<SampleRow> samples;
+};
+
+/// `merge --pool`: runs that repeat the same cases, each in its own process, as one run whose
+/// rows hold every input's samples. Each process has its own memory layout, and some variants
+/// run faster or slower by it; pooled samples carry that spread, which one process cannot show.
+/// Medians, intervals and speedups are recomputed from the pooled samples; a row that failed its
+/// check in any input fails in the pool.
+MergedRows pool_rows(const std::vector<compare::RunData>& runs, const std::string& run_id);
+
+/// Adds `row`'s samples (in repetition order) to `merged`.
+void append_samples(MergedRows& merged, const ResultRow& row, const std::vector<double>& samples);
 
 }  // namespace pb::merge

@@ -60,6 +60,7 @@ svg .lollipop { stroke-width: 3; opacity: 0.45; }
 svg .ci-band { stroke-width: 6; opacity: 0.3; }
 svg .median-tick { stroke: #1d2329; stroke-width: 2; }
 svg .claim-band { opacity: 0.22; }
+svg .leader { stroke: #9aa3ab; stroke-width: 1; }
 svg .not-timed { fill: #8e1b1b; font-size: 15px; font-weight: 700; }
 svg .not-timed-hit { opacity: 0; }
 svg .point { stroke: #fff; stroke-width: 1; }

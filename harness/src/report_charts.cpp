@@ -90,6 +90,27 @@ void not_timed_marker(Canvas& canvas, const ResultRow& row, double x, const Fram
 
 Range log_range_of(const std::vector<double>& values) { return svg::log_range(values, 1.3, 4); }
 
+// A chart over phases: a log y axis with a dashed line at 1x.
+struct PhaseChart {
+  Canvas canvas;
+  Frame frame;
+  Scale y;
+};
+
+PhaseChart phase_chart(const std::string& css_class, const std::string& label, int width, int height, Range y_range,
+                       const std::string& y_label) {
+  PhaseChart chart{Canvas(width, height, css_class, label), frame_for(width, height), {}};
+  chart.y = Scale{y_range.first, y_range.second, chart.frame.bottom, chart.frame.top, true};
+  svg::y_axis(chart.canvas, chart.y, chart.frame.left, chart.frame.right, y_label, format_ratio);
+  chart.canvas.line(chart.frame.left, chart.y(1), chart.frame.right, chart.y(1), "baseline");
+  return chart;
+}
+
+// The sideways offset of the index-th of `count` ladders drawn at one phase.
+double dodge_offset(size_t index, size_t count, double dodge) {
+  return (static_cast<double>(index) - static_cast<double>(count - 1) / 2) * dodge;
+}
+
 }  // namespace
 
 std::vector<int> ladder_phases(const std::vector<Rows>& rows_per_run) {
@@ -124,11 +145,8 @@ Range gain_range(const std::vector<Rows>& rows_per_run) {
 
 std::string ladder_chart(const Rows& rows, const std::vector<int>& phases, const Colors& colors, Range y_range,
                          int width, const std::string& label) {
-  Canvas canvas(width, 330, "ladder", label);
-  const Frame frame = frame_for(width, 330);
-  const Scale y{y_range.first, y_range.second, frame.bottom, frame.top, true};
-  svg::y_axis(canvas, y, frame.left, frame.right, "speedup vs serial reference", format_ratio);
-  canvas.line(frame.left, y(1), frame.right, y(1), "baseline");
+  PhaseChart chart = phase_chart("ladder", label, width, 330, y_range, "speedup vs serial reference");
+  auto& [canvas, frame, y] = chart;
   canvas.text(frame.right - 4, y(1) - 5, "serial reference", "baseline-label", "end");
   const auto ladders = by_ladder(rows, false);
   const PhaseAxis axis = phase_axis(phases, frame, ladders.size());
@@ -136,7 +154,7 @@ std::string ladder_chart(const Rows& rows, const std::vector<int>& phases, const
   size_t index = 0;
   for (const auto& [name, ladder_rows] : ladders) {
     const std::string color = colors.of(ladder_rows.front()->backend);
-    const double shift = (static_cast<double>(index++) - static_cast<double>(ladders.size() - 1) / 2) * axis.dodge;
+    const double shift = dodge_offset(index++, ladders.size(), axis.dodge);
     std::vector<svg::Point> line;
     for (const ResultRow* row : ladder_rows) {
       const double x = axis.x.at(row->phase_index) + shift;
@@ -159,11 +177,8 @@ std::string ladder_chart(const Rows& rows, const std::vector<int>& phases, const
 
 std::string claims_chart(const Rows& rows, const std::vector<int>& phases, const Colors& colors, Range y_range,
                          int width, const std::string& label) {
-  Canvas canvas(width, 300, "claims", label);
-  const Frame frame = frame_for(width, 300);
-  const Scale y{y_range.first, y_range.second, frame.bottom, frame.top, true};
-  svg::y_axis(canvas, y, frame.left, frame.right, "gain over previous phase", format_ratio);
-  canvas.line(frame.left, y(1), frame.right, y(1), "baseline");
+  PhaseChart chart = phase_chart("claims", label, width, 300, y_range, "gain over previous phase");
+  auto& [canvas, frame, y] = chart;
   std::vector<int> gained(phases.size());
   gained.erase(std::copy_if(phases.begin(), phases.end(), gained.begin(), [](int p) { return p > 0; }), gained.end());
   const auto ladders = by_ladder(rows, false);
@@ -172,7 +187,7 @@ std::string claims_chart(const Rows& rows, const std::vector<int>& phases, const
   size_t index = 0;
   for (const auto& [name, ladder_rows] : ladders) {
     const std::string color = colors.of(ladder_rows.front()->backend);
-    const double shift = (static_cast<double>(index++) - static_cast<double>(ladders.size() - 1) / 2) * axis.dodge * 1.6;
+    const double shift = dodge_offset(index++, ladders.size(), axis.dodge * 1.6);
     for (const ResultRow* row : ladder_rows) {
       if (!axis.x.count(row->phase_index) || !is_timed(*row) || std::isnan(row->speedup_vs_prev)) continue;
       const double x = axis.x.at(row->phase_index) + shift;
@@ -201,7 +216,7 @@ std::string best_phase_chart(const std::vector<Run>& runs, const std::vector<Row
                                    row->speedup_vs_reference_ci_high});
     }
   const double line_height = 20, group_gap = 10;
-  const int width = 1180;
+  const int width = 1150;
   const int height = static_cast<int>(50 + static_cast<double>(ladder_names.size()) *
                                                (line_height * static_cast<double>(runs.size()) + group_gap));
   Canvas canvas(width, height, "best-phase", "each backend at its fastest phase");
@@ -249,6 +264,32 @@ std::vector<RooflinePoint> roofline_points(const Run& run) {
   return points;
 }
 
+struct Label {
+  double x, y;  // the point it names
+  std::string text;
+  double text_y = 0;
+};
+
+// Each label goes right of its point; one that would overlap a label already placed moves down
+// a line at a time (workloads of similar intensity), with a leader line back to its point.
+void draw_labels(Canvas& canvas, std::vector<Label> labels) {
+  constexpr double kLineHeight = 12, kCharWidth = 6.2, kGap = 7;
+  std::sort(labels.begin(), labels.end(), [](const Label& a, const Label& b) { return a.y < b.y; });
+  std::vector<Label> placed;
+  for (Label label : labels) {
+    label.text_y = label.y + 4;
+    const auto overlaps = [&](const Label& other) {
+      return std::fabs(other.text_y - label.text_y) < kLineHeight &&
+             label.x < other.x + kCharWidth * static_cast<double>(other.text.size()) &&
+             other.x < label.x + kCharWidth * static_cast<double>(label.text.size());
+    };
+    while (std::any_of(placed.begin(), placed.end(), overlaps)) label.text_y += kLineHeight;
+    if (label.text_y - label.y > kLineHeight / 2) canvas.line(label.x + 2, label.y, label.x + kGap - 1, label.text_y - 4, "leader");
+    canvas.text(label.x + kGap, label.text_y, label.text, "point-label");
+    placed.push_back(label);
+  }
+}
+
 // The memory ceiling (bandwidth x intensity) up to the ridge point, then the compute ceiling.
 void draw_ceilings(Canvas& canvas, const roofline::Ceilings& ceilings, const Scale& x, const Scale& y) {
   const double bandwidth = ceilings.bandwidth_gb_per_s, peak = ceilings.peak_gflop_per_s;
@@ -257,22 +298,28 @@ void draw_ceilings(Canvas& canvas, const roofline::Ceilings& ceilings, const Sca
   canvas.polyline({{x(start), y(start * bandwidth)}, {x(ridge), y(peak)}, {x(x.hi), y(peak)}}, "#222", false);
   canvas.text(x(x.hi) - 4, y(peak) - 6, format_number(peak) + " GFLOP/s fp32 (" + ceilings.compute_method + ")",
               "ceiling-label", "end");
-  const double mid = std::sqrt(start * ridge);
+  const double mid = start * std::pow(ridge / start, 0.2);  // near the left end, clear of most points
   const double angle = std::atan2(y(ridge) - y(start), x(ridge) - x(start)) * 180 / M_PI;
   canvas.text(x(mid), y(mid * bandwidth) - 6, format_number(bandwidth) + " GB/s", "ceiling-label", "middle", angle);
 }
 
 }  // namespace
 
-std::string roofline_chart(const Run& run, const Colors& colors, int width) {
-  const std::vector<RooflinePoint> points = roofline_points(run);
+std::pair<Range, Range> roofline_ranges(const std::vector<Run>& runs) {
   std::vector<double> xs, ys;
-  for (const RooflinePoint& p : points) xs.push_back(p.intensity), ys.push_back(p.gflop_per_s);
-  if (run.ceilings) {
-    xs.push_back(run.ceilings->peak_gflop_per_s / run.ceilings->bandwidth_gb_per_s);
-    ys.push_back(run.ceilings->peak_gflop_per_s);
+  for (const Run& run : runs) {
+    for (const RooflinePoint& p : roofline_points(run)) xs.push_back(p.intensity), ys.push_back(p.gflop_per_s);
+    if (run.ceilings) {
+      xs.push_back(run.ceilings->peak_gflop_per_s / run.ceilings->bandwidth_gb_per_s);  // the ridge point
+      ys.push_back(run.ceilings->peak_gflop_per_s);
+    }
   }
-  const Range x_range = svg::log_range(xs, 3, 100), y_range = svg::log_range(ys, 2.5, 100);
+  return {svg::log_range(xs, 3, 100), svg::log_range(ys, 2.5, 100)};
+}
+
+std::string roofline_chart(const Run& run, const Colors& colors, std::pair<Range, Range> ranges, int width) {
+  const std::vector<RooflinePoint> points = roofline_points(run);
+  const auto& [x_range, y_range] = ranges;
   Canvas canvas(width, 380, "roofline", "roofline of run " + run.letter);
   const Frame frame = frame_for(width, 380);
   const Scale x{x_range.first, x_range.second, frame.left, frame.right, true};
@@ -280,35 +327,55 @@ std::string roofline_chart(const Run& run, const Colors& colors, int width) {
   svg::y_axis(canvas, y, frame.left, frame.right, "GFLOP/s", format_number);
   svg::x_axis(canvas, x, frame.bottom, frame.top, "arithmetic intensity (flop per byte)", format_number);
   if (run.ceilings) draw_ceilings(canvas, *run.ceilings, x, y);
-  std::map<double, RooflinePoint> highest_per_intensity;  // one workload label per column of points
+  std::map<std::string, RooflinePoint> highest;  // per workload: where its name goes
+  std::set<std::string> backends;
   for (const RooflinePoint& p : points) {
     canvas.point(x(p.intensity), y(p.gflop_per_s), colors.of(p.row->backend),
                  row_tooltip(*p.row) + "\n" + format_number(p.gflop_per_s) + " GFLOP/s at " +
                      format_number(p.intensity) + " flop/byte, " + format_number(p.row->gb_per_s) + " GB/s",
                  4);
-    auto& top = highest_per_intensity.emplace(p.intensity, p).first->second;
+    backends.insert(p.row->backend);
+    auto& top = highest.emplace(p.row->workload, p).first->second;
     if (p.gflop_per_s > top.gflop_per_s) top = p;
   }
-  for (const auto& [intensity, p] : highest_per_intensity)
-    canvas.text(x(intensity) + 7, y(p.gflop_per_s) - 6, p.row->workload, "point-label");
+  std::vector<Label> labels;
+  for (const auto& [workload, p] : highest) labels.push_back({x(p.intensity), y(p.gflop_per_s), workload});
+  draw_labels(canvas, labels);
+  std::vector<std::pair<std::string, std::string>> entries;
+  for (const std::string& backend : backends) entries.emplace_back(backend, colors.of(backend));
+  svg::legend(canvas, frame.left, 16, entries);
   return canvas.str();
 }
 
-std::string samples_chart(const Run& run, const Rows& rows, const Colors& colors, int width) {
-  Rows timed;
-  std::vector<double> values;
-  for (const ResultRow* row : rows) {
-    const auto found = run.data.samples.find(compare::row_key(*row));
-    if (!is_timed(*row) || found == run.data.samples.end()) continue;
-    timed.push_back(row);
-    values.insert(values.end(), found->second.begin(), found->second.end());
-  }
+namespace {
+
+// The timed rows of `rows` that have samples in `run`.
+Rows rows_with_samples(const Run& run, const Rows& rows) {
+  Rows found;
+  for (const ResultRow* row : rows)
+    if (is_timed(*row) && run.data.samples.count(compare::row_key(*row))) found.push_back(row);
+  return found;
+}
+
+}  // namespace
+
+std::vector<double> sample_times(const std::vector<Run>& runs, const std::vector<Rows>& rows_per_run) {
+  std::vector<double> times;
+  for (size_t r = 0; r < runs.size(); ++r)
+    for (const ResultRow* row : rows_with_samples(runs[r], rows_per_run[r])) {
+      const std::vector<double>& samples = runs[r].data.samples.at(compare::row_key(*row));
+      times.insert(times.end(), samples.begin(), samples.end());
+    }
+  return times;
+}
+
+std::string samples_chart(const Run& run, const Rows& rows, const Colors& colors, Range x_range, int width) {
+  const Rows timed = rows_with_samples(run, rows);
   const double line_height = 22;
   const int height = static_cast<int>(60 + line_height * static_cast<double>(timed.size()));
   Canvas canvas(width, height, "samples", "every repetition of run " + run.letter);
   const double left = 260, right = width - 16.0, top = 10, bottom = height - 44.0;
-  const Range range = svg::log_range(values, 1.2, 2);
-  const Scale x{range.first, range.second, left, right, true};
+  const Scale x{x_range.first, x_range.second, left, right, true};
   svg::x_axis(canvas, x, bottom, top, "milliseconds per iteration (log scale)", format_number);
   double y = top + 14;
   for (const ResultRow* row : timed) {

@@ -32,10 +32,14 @@ std::string claims_chart(const Rows& rows, const std::vector<int>& phases, const
 /// Each ladder at its fastest phase, one line per run: speedup over the reference with interval.
 std::string best_phase_chart(const std::vector<Run>& runs, const std::vector<Rows>& best_per_run, const Colors& colors);
 
+/// x (flop per byte) and y (GFLOP/s) ranges covering every run's points and ceilings.
+std::pair<Range, Range> roofline_ranges(const std::vector<Run>& runs);
 /// Achieved GFLOP/s against arithmetic intensity under the run's bandwidth and compute ceilings.
-std::string roofline_chart(const Run& run, const Colors& colors, int width);
+std::string roofline_chart(const Run& run, const Colors& colors, std::pair<Range, Range> ranges, int width);
 
+/// The milliseconds of every repetition of these rows (rows_per_run[i] of runs[i]).
+std::vector<double> sample_times(const std::vector<Run>& runs, const std::vector<Rows>& rows_per_run);
 /// Every repetition of every timed row, with median and interval (milliseconds, log scale).
-std::string samples_chart(const Run& run, const Rows& rows, const Colors& colors, int width);
+std::string samples_chart(const Run& run, const Rows& rows, const Colors& colors, Range x_range, int width);
 
 }  // namespace pb::report

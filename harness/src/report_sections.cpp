@@ -9,6 +9,7 @@
 #include "phasebench/runner.hpp"
 #include "report_charts.hpp"
 #include "report_html.hpp"
+#include "report_svg.hpp"
 
 namespace pb::report {
 namespace {
@@ -72,7 +73,7 @@ std::string claim_summary(const Run& run) {
 
 }  // namespace
 
-int chart_width(size_t runs) { return runs == 1 ? 900 : 586; }
+int chart_width(size_t) { return 570; }  // two to a line of the page
 
 std::string runs_section(const std::vector<Run>& runs) {
   Table table({"run", "run id", "path", "CPU", "fingerprint", "commit", "threads", "rows", "OK", "failed",
@@ -203,6 +204,12 @@ bool any_claim(const std::vector<Rows>& rows_per_run) {
   return false;
 }
 
+std::string claims_note() {
+  return paragraph("Gain over the previous timed phase of the same backend (speedup_vs_prev with its interval) "
+                   "against the seed's claimed range (band; multiplied over skipped phases). A verdict is "
+                   "&ldquo;below&rdquo; or &ldquo;above&rdquo; only when the whole interval is outside the claim.");
+}
+
 std::string ladder_and_claims(const std::vector<Run>& runs, const std::vector<Rows>& rows_per_run, const Colors& colors) {
   const std::vector<int> phases = ladder_phases(rows_per_run);
   const Range speedups = speedup_range(rows_per_run), gains = gain_range(rows_per_run);
@@ -214,22 +221,27 @@ std::string ladder_and_claims(const std::vector<Run>& runs, const std::vector<Ro
     claims.push_back(figure(runs[r].caption(), claims_chart(rows_per_run[r], phases, colors, gains, width,
                                                             "claimed and measured gains of run " + runs[r].letter)));
   }
-  std::string html = "<h3>Phase ladder</h3>\n" + charts_row(ladders) +
-                     paragraph("Speedup of each phase over the serial fp32 reference, median with its 95% bootstrap "
-                               "interval; &times; on the floor: the phase did not run (hover for why).");
+  const std::string ladder_note = paragraph(
+      "Phase ladder: speedup of each phase over the serial fp32 reference, median with its 95% bootstrap "
+      "interval; &times; on the floor: the phase did not run (hover for why).");
+  const bool claimed = any_claim(rows_per_run);
+  if (runs.size() == 1) {  // one run: the ladder and its claims side by side
+    if (claimed) ladders.push_back(claims.front());
+    return "<h3>Phase ladder" + std::string(claimed ? " and claimed vs measured gains" : "") + "</h3>\n" +
+           charts_row(ladders) + ladder_note + (claimed ? claims_note() + claims_table(runs, rows_per_run) : "");
+  }
+  std::string html = "<h3>Phase ladder</h3>\n" + charts_row(ladders) + ladder_note;
   html += "<h3>Claimed vs measured gain per phase</h3>\n";
-  if (!any_claim(rows_per_run)) return html + paragraph("No phase of this workload carries a claim.");
-  return html + charts_row(claims) +
-         paragraph("Gain over the previous timed phase of the same backend (speedup_vs_prev with its interval) "
-                   "against the seed's claimed range (band; multiplied over skipped phases). A verdict is "
-                   "&ldquo;below&rdquo; or &ldquo;above&rdquo; only when the whole interval is outside the claim.") +
-         claims_table(runs, rows_per_run);
+  if (!claimed) return html + paragraph("No phase of this workload carries a claim.");
+  return html + charts_row(claims) + claims_note() + claims_table(runs, rows_per_run);
 }
+
 
 std::string samples_details(const std::vector<Run>& runs, const std::vector<Rows>& rows_per_run, const Colors& colors) {
   std::string html = "<details><summary>Every repetition</summary>";
+  const Range shared = svg::log_range(sample_times(runs, rows_per_run), 1.2, 2);
   for (size_t r = 0; r < runs.size(); ++r)
-    html += figure(runs[r].caption(), samples_chart(runs[r], rows_per_run[r], colors, 1180));
+    html += figure(runs[r].caption(), samples_chart(runs[r], rows_per_run[r], colors, shared, 1150));
   return html + "</details>\n";
 }
 
@@ -241,7 +253,7 @@ std::string workload_section(const std::vector<Run>& runs, const WorkloadKey& ke
   std::string shape;
   for (const Rows& rows : rows_per_run)
     if (shape.empty()) shape = shape_of(rows);
-  const std::string title = escape(key.name()) + "<span class=\"sub\">" + escape(key.size) +
+  const std::string title = escape(key.name()) + " <span class=\"sub\">" + escape(key.size) +
                             (shape.empty() ? "" : " \xC2\xB7 " + escape(shape)) + "</span>";
   std::string body;
   if (const std::string names = phase_names(rows_per_run); !names.empty()) body += paragraph("phases: " + escape(names));
@@ -263,8 +275,9 @@ std::string workload_section(const std::vector<Run>& runs, const WorkloadKey& ke
 std::string roofline_section(const std::vector<Run>& runs, const Colors& colors) {
   std::vector<std::string> figures;
   Table table({"run", "bandwidth", "fp32 peak", "compute method", "bandwidth method", "threads", "measured", "source"});
+  const auto ranges = roofline_ranges(runs);  // shared: runs side by side compare at a glance
   for (const Run& run : runs) {
-    figures.push_back(figure(run.caption(), roofline_chart(run, colors, chart_width(runs.size()))));
+    figures.push_back(figure(run.caption(), roofline_chart(run, colors, ranges, chart_width(runs.size()))));
     if (!run.ceilings) {
       table.cell(run.letter).cell("no ceilings: " + run.ceilings_problem).cell("").cell("").cell("").cell("").cell("").cell("");
     } else {

@@ -85,8 +85,8 @@ nlohmann::json to_json(const Ceilings& ceilings) {
                          {"compute_detail", ceilings.compute_detail},
                          {"threads", ceilings.threads},
                          {"fingerprint", ceilings.fingerprint},
-                         {"measured_at", ceilings.measured_at},
-                         {"probe_seconds", ceilings.probe_seconds}};
+                         {"measured_at", ceilings.measured_at}};
+  if (std::isfinite(ceilings.probe_seconds)) json["probe_seconds"] = ceilings.probe_seconds;  // JSON has no NaN
   if (!ceilings.source.empty()) json["source"] = ceilings.source;
   return json;
 }
@@ -102,7 +102,8 @@ Ceilings from_json(const nlohmann::json& json) {
     ceilings.threads = json.at("threads").get<int>();
     ceilings.fingerprint = json.at("fingerprint").get<std::string>();
     ceilings.measured_at = json.value("measured_at", "");
-    ceilings.probe_seconds = json.value("probe_seconds", kMissing);
+    if (json.contains("probe_seconds") && json["probe_seconds"].is_number())
+      ceilings.probe_seconds = json["probe_seconds"].get<double>();
     ceilings.source = json.value("source", "");
   } catch (const nlohmann::json::exception& error) {
     throw InputError(std::string("roofline ceilings: ") + error.what());

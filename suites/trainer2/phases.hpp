@@ -50,6 +50,11 @@ inline PhaseInfo trainer2_phase(int index) {
       return {10, "deferred_metrics",
               "beyond the seed: each step's progress metrics are written to a [W,3] device buffer "
               "and read with one transfer per window (the same log, delivered at the window's end)"};
+    case 11:
+      return {11, "temporal_blocking",
+              "beyond the seed: with the metrics deferred, the per-step LIoR math moves after the "
+              "loop and the whole window's field runs as one kernel, blocks of channels kept in "
+              "cache for all W steps (the channels never interact)"};
   }
   return {index, "unknown", ""};
 }

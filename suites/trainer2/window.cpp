@@ -27,7 +27,7 @@ class Window final : public Workload {
   }
   std::vector<OutputSpec> outputs() const override { return window_output_specs(""); }
   std::vector<PhaseInfo> phases() const override {
-    return trainer2_phases({0, 1, 3, 4, 5, 6, 7, 8, 9, 10});
+    return trainer2_phases({0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11});
   }
   PhaseInfo cumulative_claim() const override { return trainer2_cumulative_claim(); }
   WorkEstimate work(SizeClass size) const override { return window_work(size); }

@@ -1,0 +1,373 @@
+#pragma once
+// Kernels of the trainer2 suite on Kokkos, shared by retrieval-, rotor_update-, window- and
+// train_step-kokkos.cpp. The math is reference/trainer2/trainer2.hpp, in its order of operations
+// (so that on one thread most results match the fp32 reference bit for bit); the window ladder
+// that strings these kernels together is in trainer2_window-kokkos.hpp.
+//
+// Conventions: every kernel runs on Kokkos::DefaultExecutionSpace and its memory space. Kernels
+// are free functions, never member functions (CUDA builds reject KOKKOS_LAMBDA inside private
+// members), and capture Views by value. Arrays are row-major Views (LayoutRight on every device)
+// because the inner loops run along the last index: contiguous for a host core, coalesced across
+// the threads of a team on a GPU. Per-site and per-row kernels are team kernels (one team per
+// field site or batch row, TeamVectorRange over the contiguous channels or states). Nothing here
+// reads the host; every host read goes through the counted helpers of kokkos_backend.hpp.
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "backends/kokkos/kokkos_backend.hpp"
+#include "phasebench/arrays.hpp"
+#include "reference/trainer2/trainer2.hpp"
+
+namespace pb::kokkos_backend::trainer2 {
+
+namespace ref = pb::reference::trainer2;
+
+// ---- views and policies ------------------------------------------------------------------------
+
+template <class DataType>
+using RowMajor = Kokkos::View<DataType, Kokkos::LayoutRight, MemSpace>;
+using Vec = RowMajor<float*>;
+using ConstVec = RowMajor<const float*>;
+using Mat = RowMajor<float**>;
+using ConstMat = RowMajor<const float**>;
+using Cube = RowMajor<float***>;
+using ConstCube = RowMajor<const float***>;
+using Cell = RowMajor<float>;  // a device scalar (a 0-d tensor)
+using ConstCell = RowMajor<const float>;
+using IndexVec = RowMajor<int*>;
+using HostCell = Kokkos::View<float, Kokkos::HostSpace>;
+using HostIndexCell = Kokkos::View<int, Kokkos::HostSpace>;
+using TeamPolicy = Kokkos::TeamPolicy<ExecSpace, Kokkos::IndexType<int64_t>>;
+using Member = TeamPolicy::member_type;
+
+/// A fresh View whose contents the next kernel overwrites (as a tensor op allocates its result).
+template <class ViewType, class... Extents>
+ViewType uninitialized(const std::string& label, Extents... extents) {
+  return ViewType(Kokkos::view_alloc(Kokkos::WithoutInitializing, label), extents...);
+}
+
+/// A device View of `shape` holding `array`'s values rounded to float (setup only: it allocates,
+/// fills a host mirror and copies).
+template <class ViewType, class... Extents>
+ViewType to_device(const std::string& label, const HostArray& array, Extents... extents) {
+  ViewType device = uninitialized<ViewType>(label, extents...);
+  if (static_cast<int64_t>(device.span()) != array.numel())
+    throw std::invalid_argument("trainer2-kokkos: " + label + " has " + std::to_string(array.numel()) +
+                                " values, expected " + std::to_string(device.span()));
+  auto host = Kokkos::create_mirror_view(device);
+  for (int64_t i = 0; i < array.numel(); ++i) host.data()[i] = static_cast<float>(array.values[i]);
+  Kokkos::deep_copy(device, host);
+  return device;
+}
+
+/// A device View's values in row-major order (outputs(): untimed, not counted).
+template <class ViewType>
+std::vector<float> to_floats(const ViewType& device) {
+  const auto host = copy_for_outputs(device);
+  return std::vector<float>(host.data(), host.data() + host.span());
+}
+
+/// NaN into every element (poison_outputs(); blocks).
+template <class ViewType>
+void fill_nan(const ViewType& view) {
+  if (view.is_allocated()) Kokkos::deep_copy(view, std::numeric_limits<float>::quiet_NaN());
+}
+
+// ---- constants, in the reference's float rounding ------------------------------------------------
+
+constexpr int kDim = ref::kCoordinateDim;
+constexpr int kSlots = ref::kRotorSlots;
+constexpr int kAngles = ref::kRotorAngles;
+constexpr int kPathColumns = ref::kPathColumns;
+constexpr float kEps = static_cast<float>(ref::kLiorEps);
+constexpr float kBeta = static_cast<float>(ref::kRetrievalBeta);
+constexpr float kHalfDt = static_cast<float>(ref::kDt / 2);
+constexpr float kDtOverMass = static_cast<float>(ref::kDt / ref::kMass);
+constexpr float kDiffusion = static_cast<float>(ref::kHbar * ref::kHbar / (2 * ref::kMass));
+constexpr float kSpring = static_cast<float>(ref::kSpring);
+constexpr float kNudgeScale = static_cast<float>(ref::kNudgeScale);
+constexpr float kEta = static_cast<float>(ref::kEta);
+constexpr float kRotorRate = static_cast<float>(0.01 * ref::kEta);
+constexpr float kMinRotorRadius = static_cast<float>(1e-6);
+constexpr float kPi = static_cast<float>(ref::kPi);
+
+// Labels are std::string constants: Kokkos takes labels as const std::string&, and a literal
+// longer than the small-string buffer would allocate on every launch.
+inline const std::string kDisplacementLabel = "trainer2/retrieval/displacement";
+inline const std::string kQuadraticFormLabel = "trainer2/retrieval/quadratic_form";
+inline const std::string kSpeedLabel = "trainer2/retrieval/spd";
+inline const std::string kCostLabel = "trainer2/retrieval/cost";
+inline const std::string kLogitsLabel = "trainer2/retrieval/logits";
+inline const std::string kRowMaxLabel = "trainer2/retrieval/row_max";
+inline const std::string kExpLabel = "trainer2/retrieval/exp";
+inline const std::string kRowSumLabel = "trainer2/retrieval/row_sum";
+inline const std::string kNormalizeLabel = "trainer2/retrieval/normalize";
+inline const std::string kMixLabel = "trainer2/retrieval/mix";
+inline const std::string kFusedRetrievalLabel = "trainer2/retrieval/fused";
+inline const std::string kRotorPairLabel = "trainer2/rotor/pair_update";
+inline const std::string kRotorWrapLabel = "trainer2/rotor/wrap";
+inline const std::string kRotorVectorLabel = "trainer2/rotor/vectorized_update";
+
+// ---- the rotor --------------------------------------------------------------------------------------
+
+/// The coordinates (a, b) that flattened pair k rotates (ref::rotor_pair, callable in kernels).
+KOKKOS_INLINE_FUNCTION void rotor_pair(int k, int& a, int& b) {
+  const int layer = k / (kDim / 2), p = k % (kDim / 2);
+  a = (2 * p + layer) % kDim;
+  b = (a + 1) % kDim;
+}
+
+/// x = rotor_apply(x, θ) in place: layer after layer, as ref::rotor_apply.
+template <class ThetaView>
+KOKKOS_INLINE_FUNCTION void rotor_apply(float (&x)[kDim], const ThetaView& theta) {
+  for (int k = 0; k < kSlots; ++k) {
+    int a, b;
+    rotor_pair(k, a, b);
+    const float c = device_math::cos(theta(k)), s = device_math::sin(theta(k));
+    const float xa = x[a], xb = x[b];
+    x[a] = c * xa - s * xb;
+    x[b] = s * xa + c * xb;
+  }
+}
+
+/// θ wrapped to [−π, π), as ref::wrap_angle.
+KOKKOS_INLINE_FUNCTION float wrap_angle(float theta) {
+  const float two_pi = static_cast<float>(2 * ref::kPi);
+  float wrapped = device_math::fmod(theta + kPi, two_pi);
+  if (wrapped < 0) wrapped += two_pi;
+  return wrapped - kPi;
+}
+
+/// θ_k + 0.01 η (−Δ) atan2(u_j, u_i) r, in the reference's order of operations.
+KOKKOS_INLINE_FUNCTION float rotor_step(float theta_k, float lior_diff, float angle, float radius) {
+  return theta_k + kRotorRate * (-lior_diff) * angle * radius;
+}
+
+/// θ(k) = rotor_step(θ(k), Δ, angle, r): one pair's update with angle and r computed by the host.
+inline void rotor_pair_update(const Vec& theta, int k, const ConstCell& lior_diff, float angle,
+                              float radius) {
+  Kokkos::parallel_for(
+      kRotorPairLabel, RangePolicy(0, 1),
+      KOKKOS_LAMBDA(int64_t) { theta(k) = rotor_step(theta(k), lior_diff(), angle, radius); });
+}
+
+/// Every slot of θ wrapped to [−π, π).
+inline void rotor_wrap(const Vec& theta) {
+  Kokkos::parallel_for(
+      kRotorWrapLabel, RangePolicy(0, kSlots), KOKKOS_LAMBDA(int64_t k) { theta(k) = wrap_angle(theta(k)); });
+}
+
+/// The baseline rotor update, as the original loop: for each learnt pair the host reads i, j,
+/// u_i and u_j one at a time (4 host syncs per pair), computes the angle and radius, and
+/// launches a one-element update; then every angle is wrapped. `pairs` holds (i, j) per pair.
+inline void rotor_update_per_pair(const IndexVec& pairs, const ConstVec& u, const ConstCell& lior_diff,
+                                  const Vec& theta, const HostIndexCell& index_cell,
+                                  const HostCell& value_cell) {
+  for (int k = 0; k < kAngles; ++k) {
+    const int i = read_element(index_cell, pairs, 2 * k);
+    const int j = read_element(index_cell, pairs, 2 * k + 1);
+    const float u_i = read_element(value_cell, u, i);
+    const float u_j = read_element(value_cell, u, j);
+    const float radius = std::hypot(u_i, u_j);
+    if (radius >= kMinRotorRadius) rotor_pair_update(theta, k, lior_diff, std::atan2(u_j, u_i), radius);
+  }
+  rotor_wrap(theta);
+}
+
+/// The vectorized rotor update: one kernel, one thread per slot (the pair indices are
+/// compile-time arithmetic, the gather is u(i), u(j)); no host reads.
+inline void rotor_update_vectorized(const ConstVec& u, const ConstCell& lior_diff, const Vec& theta) {
+  Kokkos::parallel_for(
+      kRotorVectorLabel, RangePolicy(0, kSlots), KOKKOS_LAMBDA(int64_t slot) {
+        const int k = static_cast<int>(slot);
+        float updated = theta(k);
+        if (k < kAngles) {
+          int i, j;
+          rotor_pair(k, i, j);
+          const float radius = device_math::hypot(u(i), u(j));
+          if (radius >= kMinRotorRadius)
+            updated = rotor_step(updated, lior_diff(), device_math::atan2(u(j), u(i)), radius);
+        }
+        theta(k) = wrap_angle(updated);
+      });
+}
+
+/// The (i, j) coordinates of each learnt pair, on the device (what the baseline reads back).
+inline IndexVec rotor_pair_indices() {
+  IndexVec pairs("rotor_pairs", 2 * kAngles);  // short label: read back by deep_copy
+  auto host = Kokkos::create_mirror_view(pairs);
+  for (int k = 0; k < kAngles; ++k) ref::rotor_pair(k, host(2 * k), host(2 * k + 1));
+  Kokkos::deep_copy(pairs, host);
+  return pairs;
+}
+
+// ---- retrieval ---------------------------------------------------------------------------------------
+
+/// sqrt(max(0, q) + eps), as the reference writes it.
+KOKKOS_INLINE_FUNCTION float speed_from_quadratic_form(float quadratic_form) {
+  return device_math::sqrt((quadratic_form > 0.f ? quadratic_form : 0.f) + kEps);
+}
+
+/// act(b, :) = Σ_k weights(b, k) state_row(k)[:], k ascending (the reference's order for every
+/// state index j). The k loop is outside: each step is a contiguous vector update of act's row
+/// (one j per thread on a GPU, SIMD lanes on a CPU).
+template <class StateRow>
+KOKKOS_INLINE_FUNCTION void mix_states(const Member& team, int64_t b, const Mat& weights, const Mat& act,
+                                       const StateRow& state_row) {
+  const int64_t K = weights.extent(1), d = act.extent(1);
+  float* out = &act(b, 0);
+  Kokkos::parallel_for(Kokkos::TeamVectorRange(team, d), [&](int64_t j) { out[j] = 0; });
+  team.team_barrier();
+  for (int64_t k = 0; k < K; ++k) {
+    const float w = weights(b, k);
+    const float* state = state_row(k);
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(team, d), [&](int64_t j) { out[j] += w * state[j]; });
+  }
+}
+
+/// The candidates as the materialized retrieval batch cand_coord [B,K,n], cand_state [B,K,d].
+struct MaterializedCandidates {
+  ConstCube coord, state;
+  KOKKOS_INLINE_FUNCTION const float* coord_row(int64_t b, int64_t k) const { return &coord(b, k, 0); }
+  KOKKOS_INLINE_FUNCTION const float* state_row(int64_t b, int64_t k) const { return &state(b, k, 0); }
+};
+
+/// The candidates concat_K(O[b], bank) read where they lie: token k < T is O[b, k] (its first n
+/// components are its coordinates), candidate T + c is bank row c. Nothing is copied.
+struct InPlaceCandidates {
+  ConstCube O;
+  ConstMat bank_coord, bank_state;
+  KOKKOS_INLINE_FUNCTION const float* coord_row(int64_t b, int64_t k) const {
+    const int64_t T = O.extent(1);
+    return k < T ? &O(b, k, 0) : &bank_coord(k - T, 0);
+  }
+  KOKKOS_INLINE_FUNCTION const float* state_row(int64_t b, int64_t k) const {
+    const int64_t T = O.extent(1);
+    return k < T ? &O(b, k, 0) : &bank_state(k - T, 0);
+  }
+};
+
+/// The whole retrieval step as one kernel, one team per batch row: logits (distances under g,
+/// cost R·spd) with their maximum, exponentials with their sum, normalization, state mixing.
+/// weights [B,K] holds the logits, then the exponentials, then the weights.
+template <class Candidates>
+void retrieval_fused(const Candidates& candidates, const ConstMat& q, const ConstVec& g, const ConstVec& R,
+                     const Mat& weights, const Mat& act) {
+  const int64_t B = act.extent(0);
+  Kokkos::parallel_for(
+      kFusedRetrievalLabel, TeamPolicy(B, Kokkos::AUTO), KOKKOS_LAMBDA(const Member& team) {
+        const int64_t b = team.league_rank(), K = weights.extent(1);
+        float query[kDim], metric[kDim];
+        for (int i = 0; i < kDim; ++i) {
+          query[i] = q(b, i);
+          metric[i] = g(i);
+        }
+        const float curvature = R(b);
+        float max_logit = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, K),
+            [&](int64_t k, float& running_max) {
+              const float* coord = candidates.coord_row(b, k);
+              float quadratic_form = 0;
+              for (int i = 0; i < kDim; ++i) {
+                const float u = coord[i] - query[i];
+                quadratic_form += metric[i] * u * u;
+              }
+              const float logit = -kBeta * (curvature * speed_from_quadratic_form(quadratic_form));
+              weights(b, k) = logit;
+              if (logit > running_max) running_max = logit;
+            },
+            Kokkos::Max<float>(max_logit));
+        float total = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, K),
+            [&](int64_t k, float& sum) {
+              const float e = device_math::exp(weights(b, k) - max_logit);
+              weights(b, k) = e;
+              sum += e;
+            },
+            total);
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, K), [&](int64_t k) { weights(b, k) /= total; });
+        team.team_barrier();
+        mix_states(team, b, weights, act, [&](int64_t k) { return candidates.state_row(b, k); });
+      });
+}
+
+/// The retrieval step op by op, as the original PyTorch code: u = cand − q; (g u u).sum(−1);
+/// clamp_min(0).add(eps).sqrt(); cost = R[:, None] spd; logits = −β cost; softmax as row max,
+/// exp, row sum, divide; act = (w[..., None] cand_state).sum(1). Each op is one kernel writing a
+/// freshly allocated View, as each tensor op allocates its result.
+inline void retrieval_op_by_op(const ConstMat& q, const ConstCube& cand_coord, const ConstCube& cand_state,
+                               const ConstVec& g, const ConstVec& R, const Mat& weights, const Mat& act) {
+  const int64_t B = cand_coord.extent(0), K = cand_coord.extent(1);
+  const RangePolicy rows(0, B * K);
+  const auto u = uninitialized<Cube>(kDisplacementLabel, B, K, kDim);
+  Kokkos::parallel_for(
+      kDisplacementLabel, rows, KOKKOS_LAMBDA(int64_t bk) {
+        const int64_t b = bk / K, k = bk % K;
+        for (int i = 0; i < kDim; ++i) u(b, k, i) = cand_coord(b, k, i) - q(b, i);
+      });
+  const auto quadratic_form = uninitialized<Mat>(kQuadraticFormLabel, B, K);
+  Kokkos::parallel_for(
+      kQuadraticFormLabel, rows, KOKKOS_LAMBDA(int64_t bk) {
+        const int64_t b = bk / K, k = bk % K;
+        float sum = 0;
+        for (int i = 0; i < kDim; ++i) sum += g(i) * u(b, k, i) * u(b, k, i);
+        quadratic_form(b, k) = sum;
+      });
+  const auto spd = uninitialized<Mat>(kSpeedLabel, B, K);
+  Kokkos::parallel_for(
+      kSpeedLabel, rows, KOKKOS_LAMBDA(int64_t bk) {
+        spd(bk / K, bk % K) = speed_from_quadratic_form(quadratic_form(bk / K, bk % K));
+      });
+  const auto cost = uninitialized<Mat>(kCostLabel, B, K);
+  Kokkos::parallel_for(
+      kCostLabel, rows,
+      KOKKOS_LAMBDA(int64_t bk) { cost(bk / K, bk % K) = R(bk / K) * spd(bk / K, bk % K); });
+  const auto logits = uninitialized<Mat>(kLogitsLabel, B, K);
+  Kokkos::parallel_for(
+      kLogitsLabel, rows,
+      KOKKOS_LAMBDA(int64_t bk) { logits(bk / K, bk % K) = -kBeta * cost(bk / K, bk % K); });
+  const auto row_max = uninitialized<Vec>(kRowMaxLabel, B);
+  Kokkos::parallel_for(
+      kRowMaxLabel, TeamPolicy(B, Kokkos::AUTO), KOKKOS_LAMBDA(const Member& team) {
+        const int64_t b = team.league_rank();
+        float result = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, K),
+            [&](int64_t k, float& running_max) {
+              if (logits(b, k) > running_max) running_max = logits(b, k);
+            },
+            Kokkos::Max<float>(result));
+        Kokkos::single(Kokkos::PerTeam(team), [&]() { row_max(b) = result; });
+      });
+  const auto exps = uninitialized<Mat>(kExpLabel, B, K);
+  Kokkos::parallel_for(
+      kExpLabel, rows, KOKKOS_LAMBDA(int64_t bk) {
+        exps(bk / K, bk % K) = device_math::exp(logits(bk / K, bk % K) - row_max(bk / K));
+      });
+  const auto row_sum = uninitialized<Vec>(kRowSumLabel, B);
+  Kokkos::parallel_for(
+      kRowSumLabel, TeamPolicy(B, Kokkos::AUTO), KOKKOS_LAMBDA(const Member& team) {
+        const int64_t b = team.league_rank();
+        float result = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, K), [&](int64_t k, float& sum) { sum += exps(b, k); }, result);
+        Kokkos::single(Kokkos::PerTeam(team), [&]() { row_sum(b) = result; });
+      });
+  Kokkos::parallel_for(
+      kNormalizeLabel, rows,
+      KOKKOS_LAMBDA(int64_t bk) { weights(bk / K, bk % K) = exps(bk / K, bk % K) / row_sum(bk / K); });
+  Kokkos::parallel_for(
+      kMixLabel, TeamPolicy(B, Kokkos::AUTO), KOKKOS_LAMBDA(const Member& team) {
+        const int64_t b = team.league_rank();
+        mix_states(team, b, weights, act, [&](int64_t k) { return &cand_state(b, k, 0); });
+      });
+}
+
+}  // namespace pb::kokkos_backend::trainer2

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# ci/gate.sh end to end on a build: `--record` files a baseline, the gate then compares against it
+# (in time mode: the baseline is of this machine) and writes a passing Markdown summary, and
+# without any baseline it exits 2 saying how to record one. With 3 quick repetitions per process
+# the fastest quarter of the pooled samples is 3 per row, too few for any row to be significant
+# after the correction for the rows compared, so the outcome does not depend on timings.
+# Usage: gate_test.sh BUILD_DIR SCRATCH_DIR
+set -euo pipefail
+build=$1
+scratch=$2
+repo=$(cd "$(dirname "$0")/.." && pwd)
+rm -rf "$scratch"
+mkdir -p "$scratch"
+export PHASEBENCH_SKIP_INSTALL=1 PHASEBENCH_SKIP_BUILD=1 PHASEBENCH_BUILD_DIR=$build
+export PHASEBENCH_GATE_RUN_ARGS="--quick --size small --filter trainer2/lior_step"
+export PHASEBENCH_BASELINES_DIR=$scratch/baselines
+
+PHASEBENCH_GATE_OUT=$scratch/record bash "$repo/ci/gate.sh" --record
+fingerprint=$("$build/phasebench" baseline fingerprint)
+test -f "$PHASEBENCH_BASELINES_DIR/$fingerprint/samples.csv"
+
+PHASEBENCH_GATE_OUT=$scratch/gate PHASEBENCH_GATE_SUMMARY=$scratch/summary.md bash "$repo/ci/gate.sh"
+grep -q "phasebench compare: passed" "$scratch/summary.md"
+grep -q "mode time" "$scratch/summary.md"
+test -d "$scratch/gate/process-3" && test -f "$scratch/gate/pooled/results.csv"
+
+status=0
+PHASEBENCH_BASELINES_DIR=$scratch/none PHASEBENCH_GATE_OUT=$scratch/orphan bash "$repo/ci/gate.sh" \
+  2> "$scratch/stderr" || status=$?
+test "$status" -eq 2
+grep -q -- "--record" "$scratch/stderr"
+echo "gate_test: passed"

@@ -1,0 +1,305 @@
+// `phasebench report`: the page's structure against a golden outline for a fixed small run
+// (tests/data/report: two real --quick runs of this harness), the numbers it shows against the
+// rows it was given, the claim verdicts, self-containment, and the command's error paths.
+//
+// After a deliberate change of the page, rewrite the goldens with
+//   PHASEBENCH_UPDATE_GOLDEN=1 ctest -R ReportGolden      (then review the diff)
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "phasebench/results.hpp"
+#include "process.hpp"
+#include "report.hpp"
+#include "report_html.hpp"
+#include "report_svg.hpp"
+
+namespace pb {
+namespace {
+namespace fs = std::filesystem;
+using testing::fresh_temp_path;
+using testing::run_phasebench;
+
+const fs::path kData = fs::path(PHASEBENCH_TESTS_DIR) / "data" / "report";
+const std::string kRunA = (kData / "run-a").string();
+const std::string kRunB = (kData / "run-b").string();
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
+std::string strip_tags(const std::string& html) { return std::regex_replace(html, std::regex("<[^>]*>"), ""); }
+
+// The page's skeleton in document order: headings with their text, each chart with how many
+// result points, samples and intervals it draws, each table with its columns and rows, each
+// collapsible part's summary. Numbers and styling are left out: they are checked elsewhere.
+std::string outline(const std::string& html) {
+  std::ostringstream out;
+  const std::regex tag(R"(<(h[1-3]|svg|table|summary)\b([^>]*)>)");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), tag); it != std::sregex_iterator(); ++it) {
+    const std::string name = (*it)[1];
+    const size_t start = static_cast<size_t>(it->position() + it->length());
+    const size_t end = html.find("</" + name + ">", start);
+    const std::string body = html.substr(start, end - start);
+    if (name == "svg") {
+      std::smatch css;
+      const std::string attributes = (*it)[2];
+      std::regex_search(attributes, css, std::regex("class=\"([^\"]*)\""));
+      out << "svg " << css[1] << ": points " << count(body, "class=\"point\"") << ", samples "
+          << count(body, "class=\"sample\"") << ", intervals " << count(body, "class=\"interval\"") / 3 << "\n";
+    } else if (name == "table") {
+      out << "table: columns " << count(body, "<th>") << ", rows " << count(body, "<tr>") - 1 << "\n";
+    } else {
+      out << name << ": " << strip_tags(body) << "\n";
+    }
+  }
+  return out.str();
+}
+
+void expect_golden(const std::string& actual, const std::string& golden_name) {
+  const fs::path golden = kData / golden_name;
+  if (std::getenv("PHASEBENCH_UPDATE_GOLDEN")) {
+    std::ofstream(golden, std::ios::binary) << actual;
+    GTEST_SKIP() << "rewrote " << golden << ": review the diff";
+  }
+  ASSERT_TRUE(fs::exists(golden)) << golden << " is missing (PHASEBENCH_UPDATE_GOLDEN=1 writes it)";
+  EXPECT_EQ(actual, read_file(golden)) << "the report's structure changed; if on purpose, rewrite the golden";
+}
+
+std::string render_runs(const std::vector<std::string>& paths) { return report::render(report::load_runs(paths)); }
+
+TEST(ReportGolden, OneRun) { expect_golden(outline(render_runs({kRunA})), "outline-one-run.txt"); }
+
+TEST(ReportGolden, TwoRunsSideBySide) { expect_golden(outline(render_runs({kRunA, kRunB})), "outline-two-runs.txt"); }
+
+TEST(Report, IsTheSamePageForTheSameRuns) { EXPECT_EQ(render_runs({kRunA, kRunB}), render_runs({kRunA, kRunB})); }
+
+TEST(Report, FetchesNothingAndRunsNoScript) {
+  const std::string html = render_runs({kRunA, kRunB});
+  for (const char* forbidden : {"<script", "http://", "https://", " src=", "url(", "@import", "<link", "<iframe", "<img", "<object"})
+    EXPECT_EQ(html.find(forbidden), std::string::npos) << forbidden;
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(html.find("<style>"), std::string::npos) << "the style is inline";
+}
+
+// The fixture has timed rows, an ERROR row (run B), SKIPPED cuda rows and a workload with only
+// its reference: each must show up where a reader looks for it.
+TEST(Report, EveryTimedRowIsAPointAndEveryOtherRowIsListedWithItsReason) {
+  const std::string html = render_runs({kRunA, kRunB});
+  int timed = 0, listed = 0;
+  for (const std::string& path : {kRunA, kRunB}) {
+    for (const ResultRow& row : read_results_csv(path + "/results.csv")) {
+      const std::string point_title = "<title>" + report::escape(row.suite + "/" + row.workload + " \xC2\xB7 " + row.backend +
+                                                                 "/" + row.device + " \xC2\xB7 phase " +
+                                                                 std::to_string(row.phase_index) + " " + row.phase);
+      if (row.status == "OK") {
+        ++timed;
+        EXPECT_NE(html.find(point_title + "\nmedian " + report::format_ms(row.median_ms)), std::string::npos)
+            << "no point with the median of " << row.backend << "/" << row.phase;
+      } else {
+        ++listed;
+        ASSERT_FALSE(row.reason.empty());
+        const std::string problem_row = "<td>" + report::escape(row.suite + "/" + row.workload + "/" + row.size + "/" +
+                                                                row.backend + "/" + row.device + "/" +
+                                                                std::to_string(row.phase_index) + "_" + row.phase) +
+                                        "</td><td class=\"wrap\">" + report::escape(row.reason) + "</td>";
+        EXPECT_NE(html.find(problem_row), std::string::npos) << "not in the problems table: " << row.reason;
+      }
+    }
+  }
+  EXPECT_GT(timed, 5);
+  EXPECT_GT(listed, 0) << "the fixture should hold rows that did not run";
+}
+
+TEST(Report, ShowsTheMachinesAndTheirRooflines) {
+  const std::string html = render_runs({kRunA});
+  std::ifstream in(kRunA + "/machine.json");
+  const nlohmann::json machine = nlohmann::json::parse(in);
+  EXPECT_NE(html.find(report::escape(machine["cpu"]["model"].get<std::string>())), std::string::npos);
+  EXPECT_NE(html.find(machine["fingerprint"].get<std::string>()), std::string::npos);
+  const double bandwidth = machine["roofline"]["bandwidth_gb_per_s"];
+  const double peak = machine["roofline"]["peak_gflop_per_s"];
+  EXPECT_NE(html.find(">" + report::format_number(bandwidth) + " GB/s</text>"), std::string::npos) << "bandwidth ceiling";
+  EXPECT_NE(html.find(">" + report::format_number(peak) + " GFLOP/s fp32"), std::string::npos) << "compute ceiling";
+}
+
+// ---- the numbers behind the page -----------------------------------------------------------------
+
+ResultRow timed_row(const std::string& backend, int phase, double median, double vs_prev, double low, double high,
+                    double claimed_min = kMissing, double claimed_max = kMissing) {
+  ResultRow row;
+  row.suite = "s";
+  row.workload = "w";
+  row.size = "small";
+  row.backend = backend;
+  row.device = "cpu";
+  row.phase_index = phase;
+  row.phase = "p" + std::to_string(phase);
+  row.status = "OK";
+  row.median_ms = median;
+  row.speedup_vs_prev = vs_prev;
+  row.speedup_vs_prev_ci_low = low;
+  row.speedup_vs_prev_ci_high = high;
+  row.claimed_min = claimed_min;
+  row.claimed_max = claimed_max;
+  return row;
+}
+
+std::vector<const ResultRow*> pointers(const std::vector<ResultRow>& rows) {
+  std::vector<const ResultRow*> out;
+  for (const ResultRow& row : rows) out.push_back(&row);
+  return out;
+}
+
+TEST(ReportClaims, OnlyAnIntervalWhollyOutsideTheClaimMissesOrBeatsIt) {
+  using V = report::ClaimCheck::Verdict;
+  const std::vector<ResultRow> rows{
+      timed_row("b", 0, 10, kMissing, kMissing, kMissing),
+      timed_row("b", 1, 5, 2.0, 1.9, 2.1, 1.5, 3.0),   // inside
+      timed_row("b", 2, 4, 1.2, 1.1, 1.6, 1.5, 3.0),   // overlaps the low end: consistent
+      timed_row("b", 3, 3, 1.2, 1.1, 1.3, 1.5, 3.0),   // wholly below
+      timed_row("b", 4, 1, 3.5, 3.1, 3.9, 1.5, 3.0),   // wholly above
+      timed_row("b", 5, 1, 1.0, 0.9, 1.1),             // no claim
+  };
+  const auto all = pointers(rows);
+  EXPECT_EQ(report::check_claim(rows[0], all).verdict, V::NoClaim) << "phase 0 has nothing to gain over";
+  EXPECT_EQ(report::check_claim(rows[1], all).verdict, V::Consistent);
+  EXPECT_EQ(report::check_claim(rows[2], all).verdict, V::Consistent);
+  EXPECT_EQ(report::check_claim(rows[3], all).verdict, V::Below);
+  EXPECT_EQ(report::check_claim(rows[4], all).verdict, V::Above);
+  EXPECT_EQ(report::check_claim(rows[5], all).verdict, V::NoClaim);
+}
+
+TEST(ReportClaims, ASkippedPhaseMultipliesTheClaimsItJumpsOver) {
+  const std::vector<ResultRow> rows{
+      timed_row("full", 0, 10, kMissing, kMissing, kMissing),
+      timed_row("full", 1, 5, 2.0, 1.9, 2.1, 2.0, 2.5),
+      timed_row("full", 2, 2, 2.5, 2.4, 2.6, 1.1, 1.2),
+      timed_row("skips", 0, 10, kMissing, kMissing, kMissing),
+      timed_row("skips", 2, 4, 2.4, 2.3, 2.5, 1.1, 1.2),  // over phase 0: claims of 1 and 2 apply
+  };
+  const auto all = pointers(rows);
+  const report::ClaimCheck check = report::check_claim(rows[4], all);
+  EXPECT_EQ(check.first_phase, 1);
+  EXPECT_EQ(check.last_phase, 2);
+  EXPECT_DOUBLE_EQ(check.claimed_min, 2.0 * 1.1);
+  EXPECT_DOUBLE_EQ(check.claimed_max, 2.5 * 1.2);
+  EXPECT_EQ(check.verdict, report::ClaimCheck::Verdict::Consistent) << "2.4x is within 2.2x-3.0x, not above 1.2x";
+  EXPECT_NE(check.claim_text().find("phases 1"), std::string::npos) << check.claim_text();
+}
+
+TEST(ReportBest, EachLadderAtItsFastestTimedPhase) {
+  std::vector<ResultRow> rows{timed_row("a", 0, 10, kMissing, kMissing, kMissing), timed_row("a", 1, 3, 3, 3, 3),
+                              timed_row("a", 2, 4, 0.7, 0.7, 0.7), timed_row("b", 0, 8, kMissing, kMissing, kMissing)};
+  rows.push_back(timed_row("b", 1, 1, 8, 8, 8));
+  rows.back().status = "FAIL";  // fast but wrong: never the best
+  const auto best = report::best_phase_rows(pointers(rows));
+  ASSERT_EQ(best.size(), 2u);
+  EXPECT_EQ(best[0]->backend, "a");
+  EXPECT_EQ(best[0]->phase_index, 1);
+  EXPECT_EQ(best[1]->backend, "b");
+  EXPECT_EQ(best[1]->phase_index, 0);
+}
+
+TEST(ReportText, NumbersAndTimesReadPlainly) {
+  EXPECT_EQ(report::format_number(1000), "1000");
+  EXPECT_EQ(report::format_number(1.5), "1.5");
+  EXPECT_EQ(report::format_number(0.000123), "0.000123");
+  EXPECT_EQ(report::format_number(12345678), "1.23e+07");
+  EXPECT_EQ(report::format_number(kMissing), "-");
+  EXPECT_EQ(report::format_ms(0.000805), "805 ns");
+  EXPECT_EQ(report::format_ms(0.0123), "12.3 \xC2\xB5s");
+  EXPECT_EQ(report::format_ms(4.56), "4.56 ms");
+  EXPECT_EQ(report::format_ms(1234), "1.23 s");
+  EXPECT_EQ(report::escape("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+}
+
+TEST(ReportSvg, LogTicksAreDecadesOrFinerOnShortRanges) {
+  const report::svg::Scale wide{1e-3, 1e3, 0, 100, true};
+  EXPECT_EQ(wide.ticks(), (std::vector<double>{1e-3, 1e-2, 1e-1, 1, 10, 100, 1000}));
+  const report::svg::Scale narrow{0.9, 1.8, 0, 100, true};
+  const auto ticks = narrow.ticks();
+  EXPECT_NE(std::find(ticks.begin(), ticks.end(), 1.0), ticks.end());
+  EXPECT_GE(ticks.size(), 1u);
+  EXPECT_DOUBLE_EQ(wide(1), 50);
+}
+
+// ---- the command ---------------------------------------------------------------------------------
+
+// A run written with the harness's own writers, whose reason holds markup.
+fs::path run_with_markup_in_a_reason() {
+  const fs::path dir = fresh_temp_path("markup-run");
+  fs::create_directories(dir);
+  ResultRow row = timed_row("torch", 0, 1, kMissing, kMissing, kMissing);
+  row.status = "ERROR";
+  row.reason = "threw <script>alert('x')</script> & died";
+  std::ofstream(dir / "results.csv") << results_csv({row});
+  std::ofstream(dir / "samples.csv") << samples_csv({});
+  return dir;
+}
+
+TEST(ReportCommand, WritesTheFileAndPrintsWhere) {
+  const fs::path dir = fresh_temp_path("report-out");
+  fs::create_directories(dir);
+  const fs::path out = dir / "report.html";
+  const auto result = run_phasebench("report " + kRunA + " " + kRunB + " --out " + out.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("report: " + out.string()), std::string::npos) << result.output;
+  EXPECT_EQ(read_file(out), render_runs({kRunA, kRunB}));
+  size_t files = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir)) ++files;
+  EXPECT_EQ(files, 1u) << "a temporary file was left behind";
+  fs::remove_all(dir);
+}
+
+TEST(ReportCommand, NeverOverwritesAnExistingReport) {
+  const fs::path out = fresh_temp_path("existing.html");
+  std::ofstream(out) << "keep me";
+  const auto result = run_phasebench("report " + kRunA + " --out " + out.string());
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("already exists"), std::string::npos) << result.output;
+  EXPECT_EQ(read_file(out), "keep me");
+  fs::remove(out);
+}
+
+TEST(ReportCommand, BadInputNamesWhatWasWrong) {
+  const fs::path out = fresh_temp_path("never.html");
+  const auto missing_run = run_phasebench("report /nonexistent/run-dir --out " + out.string());
+  EXPECT_EQ(missing_run.exit_code, 2) << missing_run.output;
+  EXPECT_NE(missing_run.output.find("/nonexistent/run-dir"), std::string::npos) << missing_run.output;
+  const auto missing_dir = run_phasebench("report " + kRunA + " --out /nonexistent/dir/report.html");
+  EXPECT_EQ(missing_dir.exit_code, 2) << missing_dir.output;
+  EXPECT_NE(missing_dir.output.find("/nonexistent/dir"), std::string::npos) << missing_dir.output;
+  const auto no_out = run_phasebench("report " + kRunA);
+  EXPECT_EQ(no_out.exit_code, 2) << no_out.output;
+  EXPECT_NE(no_out.output.find("--out"), std::string::npos) << no_out.output;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(ReportCommand, TextFromTheRunIsEscaped) {
+  const fs::path run = run_with_markup_in_a_reason();
+  const fs::path out = fresh_temp_path("escaped.html");
+  const auto result = run_phasebench("report " + run.string() + " --out " + out.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const std::string html = read_file(out);
+  EXPECT_EQ(html.find("<script>"), std::string::npos);
+  EXPECT_NE(html.find("threw &lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; died"), std::string::npos);
+  fs::remove_all(run);
+  fs::remove(out);
+}
+
+}  // namespace
+}  // namespace pb

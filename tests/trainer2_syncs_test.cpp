@@ -1,0 +1,48 @@
+// The property seed 000 is about, on every backend that runs here: host syncs per window fall
+// from >= 3 per step at phase 0 (plus 4 per learnt rotor pair in the training step) to at most 1
+// per window at the last phase of the ladder.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "phasebench/results.hpp"
+#include "process.hpp"
+
+namespace pb {
+namespace {
+
+constexpr int kSmallWindowSteps = 5;  // W at the small size
+constexpr int kRotorPairSyncs = 4 * 6;
+
+TEST(Trainer2Syncs, FallFromThreePerStepToOnePerWindow) {
+  const auto out = testing::fresh_temp_path("trainer2-syncs");
+  const auto result = testing::run_phasebench(
+      "run --quick --reps 1 --size small --filter 'trainer2/(window|train_step)/' --out " + out.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  std::map<std::string, std::vector<ResultRow>> ladders;  // backend/device/workload -> OK rows
+  for (const ResultRow& row : read_results_csv((out / "results.csv").string()))
+    if (row.status == "OK" && row.backend != "reference")
+      ladders[row.workload + " " + row.backend + "/" + row.device].push_back(row);
+  if (ladders.empty()) GTEST_SKIP() << "no optimized backend that runs here is built";
+  for (const auto& [name, rows] : ladders) {
+    const bool train_step = name.rfind("train_step", 0) == 0;
+    const int windows = train_step ? 2 : 1;
+    const ResultRow* first = &rows.front();
+    const ResultRow* last = &rows.front();
+    for (const ResultRow& row : rows) {
+      if (row.phase_index < first->phase_index) first = &row;
+      if (row.phase_index > last->phase_index) last = &row;
+    }
+    ASSERT_EQ(first->phase_index, 0) << name << ": phase 0 did not run";
+    EXPECT_GE(first->host_syncs_per_iter,
+              windows * 3 * kSmallWindowSteps + (train_step ? kRotorPairSyncs : 0))
+        << name << " phase 0";
+    EXPECT_LE(last->host_syncs_per_iter, windows) << name << " last phase " << last->phase;
+  }
+  std::filesystem::remove_all(out);
+}
+
+}  // namespace
+}  // namespace pb
