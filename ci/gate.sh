@@ -24,6 +24,8 @@
 #   PHASEBENCH_GATE_SUMMARY       Markdown summary to write (default <that directory>/summary.md)
 #   PHASEBENCH_BASELINE           a baseline directory to use instead of the automatic choice
 #   PHASEBENCH_BASELINES_DIR      where baselines live (default results/baselines)
+#   PHASEBENCH_GATE_BUSY_LOAD     1-minute load average above which the summary warns that timing
+#                                 verdicts are unreliable (default: the number of cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -91,7 +93,23 @@ if [ "$mode_arg" != --record ]; then
   fi
 fi
 
+# The machine's load around the suite: under heavy load the gate's verdicts were measured to be
+# unreliable (docs/regression-gate.md: 11% false alarms, 78% of 25% slowdowns caught at a load
+# average of 3.5-16 on 2 vCPUs), so a busy run says so beside its verdict.
+load_now() { cut -d' ' -f1 /proc/loadavg 2> /dev/null || echo 0; }
+busy_warning() {
+  local highest=$1 cores limit
+  cores=$(nproc)
+  limit=${PHASEBENCH_GATE_BUSY_LOAD:-$cores}
+  if awk -v load="$highest" -v limit="$limit" 'BEGIN { exit !(load > limit) }'; then
+    echo "**Warning:** the machine was busy while the suite ran (1-minute load average up to $highest on $cores cores). Under such load the gate was measured to raise false alarms on 11% of rows and to miss 22% of 25% slowdowns (docs/regression-gate.md): rerun on a quiet runner before trusting a timing verdict. Correctness verdicts are unaffected."
+  fi
+}
+
+load_before=$(load_now)
 run_suite "$out"
+load_after=$(load_now)
+busy=$(busy_warning "$(printf '%s\n%s\n' "$load_before" "$load_after" | sort -g | tail -n 1)")
 
 if [ "$mode_arg" = --record ]; then
   refresh=""
@@ -105,6 +123,10 @@ mkdir -p "$(dirname "$summary")"
 compare_status=0
 # shellcheck disable=SC2086  # compare_args is a list of options
 "$pb" compare "$baseline" "$out/pooled" --mode "$mode" $compare_args --markdown "$summary" || compare_status=$?
+if [ -n "$busy" ]; then
+  echo "gate: $busy" >&2
+  if [ -f "$summary" ]; then printf '\n%s\n' "$busy" >> "$summary"; fi
+fi
 if [ -n "${GITHUB_STEP_SUMMARY:-}" ] && [ -f "$summary" ]; then cat "$summary" >> "$GITHUB_STEP_SUMMARY"; fi
 echo "gate: runs in $out, summary in $summary"
 exit "$compare_status"

@@ -86,5 +86,54 @@ TEST(Check, RelativeL2ErrorOfKnownVectors) {
   EXPECT_DOUBLE_EQ(relative_l2_error({3, 4}, {0, 0}), 5.0);  // zero reference: absolute norm
 }
 
+// A rollout [steps, 2]: the per-step errors are measured slice by slice, and each step is held to
+// its own budget (errors grow with t).
+HostArray rollout_array(std::vector<double> values) {
+  HostArray array = HostArray::zeros({static_cast<int64_t>(values.size() / 2), 2});
+  array.values = std::move(values);
+  return array;
+}
+
+OutputSpec budgeted_spec(std::vector<double> budget) {
+  OutputSpec spec{"x", 1.0, "test"};
+  spec.per_step = true;
+  spec.step_budget = std::move(budget);
+  return spec;
+}
+
+TEST(CheckSteps, ErrorsAreMeasuredStepByStep) {
+  const ArrayMap reference{{"x", rollout_array({1, 1, 3, 4, 3, 4})}};
+  const ArrayMap produced{{"x", rollout_array({1, 1, 3.3, 4.4, 3, 4.5})}};
+  const CheckResult result = check_outputs(produced, reference, {budgeted_spec({1e-9, 0.2, 0.2})});
+  ASSERT_EQ(result.outputs.size(), 1u);
+  const std::vector<double>& steps = result.outputs[0].step_errors;
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_DOUBLE_EQ(steps[0], 0);
+  EXPECT_NEAR(steps[1], 0.1, 1e-12);
+  EXPECT_NEAR(steps[2], 0.1, 1e-12);
+  EXPECT_EQ(result.status, Status::Ok) << result.reason;
+}
+
+TEST(CheckSteps, AStepOverItsBudgetFailsNamingTheStep) {
+  const ArrayMap reference{{"x", rollout_array({1, 1, 3, 4, 3, 4})}};
+  const ArrayMap produced{{"x", rollout_array({1, 1, 3.3, 4.4, 3, 4.5})}};
+  // Whole-output error 0.097 is within the tolerance of 1; step 1 (0.1) is not within 0.05.
+  const CheckResult result = check_outputs(produced, reference, {budgeted_spec({1e-9, 0.05, 0.2})});
+  EXPECT_EQ(result.status, Status::Fail);
+  EXPECT_NE(result.reason.find("step 1"), std::string::npos) << result.reason;
+  EXPECT_EQ(result.outputs[0].first_step_over_budget, 1);
+}
+
+TEST(CheckSteps, ASpecCanCompareWithAnotherReferenceArray) {
+  const ArrayMap reference{{"x", rollout_array({1, 1, 2, 2})}, {"x.model", rollout_array({1, 1, 3, 3})}};
+  const ArrayMap produced{{"x", rollout_array({1, 1, 3, 3})}};
+  OutputSpec against_model = budgeted_spec({1e-9, 1e-9});
+  against_model.reference = "x.model";
+  EXPECT_EQ(check_outputs(produced, reference, {against_model}).status, Status::Ok);
+  const CheckResult exact = check_outputs(produced, reference, {budgeted_spec({1e-9, 1e-9})});
+  EXPECT_EQ(exact.status, Status::Fail);
+  EXPECT_NEAR(exact.outputs[0].step_errors[1], 0.5, 1e-12);
+}
+
 }  // namespace
 }  // namespace pb

@@ -37,6 +37,7 @@ TEST(Cli, UnknownBackend) { expect_usage_error("run --backend tensorflow", "tens
 TEST(Cli, UnknownSuite) { expect_usage_error("list --suite nosuch", "nosuch"); }
 TEST(Cli, BadRegex) { expect_usage_error("verify --filter '(['", "regular expression"); }
 TEST(Cli, VerifyMatchingNothing) { expect_usage_error("verify --filter nothing-matches-this", "matches no variant"); }
+TEST(Cli, RunMatchingNothing) { expect_usage_error("run --quick --filter nothing-matches-this", "matches no variant"); }
 TEST(Cli, BadSeedCount) { expect_usage_error("verify --seeds 0", "--seeds"); }
 TEST(Cli, DumpNeedsAWorkload) { expect_usage_error("dump --out /tmp/x", "--workload"); }
 TEST(Cli, DumpUnknownWorkload) {

@@ -152,6 +152,8 @@ TEST(Compare, FastestQuarterIgnoresRepetitionsOtherWorkSlowed) {
   EXPECT_EQ(slowed.count(Verdict::Regression), 1);
   const auto result = run_phasebench(command(write_run("quiet", quiet), write_run("busy", busy), "--fastest 25"));
   EXPECT_EQ(result.exit_code, 1) << result.output;
+  // A reader of the report must see that only part of the repetitions was compared.
+  EXPECT_NE(result.output.find("fastest 25% of repetitions"), std::string::npos) << result.output;
 }
 
 // ---- rows and statuses ---------------------------------------------------------------------------

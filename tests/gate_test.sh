@@ -23,6 +23,10 @@ PHASEBENCH_GATE_OUT=$scratch/gate PHASEBENCH_GATE_SUMMARY=$scratch/summary.md ba
 grep -q "phasebench compare: passed" "$scratch/summary.md"
 grep -q "mode time" "$scratch/summary.md"
 test -d "$scratch/gate/process-3" && test -f "$scratch/gate/pooled/results.csv"
+# A run on a busy machine says so beside its verdict (any load counts as busy with a limit of -1).
+PHASEBENCH_GATE_BUSY_LOAD=-1 PHASEBENCH_GATE_OUT=$scratch/busy PHASEBENCH_GATE_SUMMARY=$scratch/busy.md \
+  bash "$repo/ci/gate.sh"
+grep -q "machine was busy" "$scratch/busy.md"
 
 status=0
 PHASEBENCH_BASELINES_DIR=$scratch/none PHASEBENCH_GATE_OUT=$scratch/orphan bash "$repo/ci/gate.sh" \

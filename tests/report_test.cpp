@@ -1,6 +1,7 @@
 // `phasebench report`: the page's structure against a golden outline for a fixed small run
 // (tests/data/report: two real --quick runs of this harness), the numbers it shows against the
-// rows it was given, the claim verdicts, self-containment, and the command's error paths.
+// rows it was given, the claim verdicts, approximate phases and per-step rollout errors (crafted
+// rows), self-containment, and the command's error paths.
 //
 // After a deliberate change of the page, rewrite the goldens with
 //   PHASEBENCH_UPDATE_GOLDEN=1 ctest -R ReportGolden      (then review the diff)
@@ -8,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -212,6 +214,143 @@ TEST(ReportBest, EachLadderAtItsFastestTimedPhase) {
   EXPECT_EQ(best[0]->phase_index, 1);
   EXPECT_EQ(best[1]->backend, "b");
   EXPECT_EQ(best[1]->phase_index, 0);
+}
+
+TEST(ReportBest, AnApproximateWinIsShownBesideTheBestExactPhaseNeverAsIt) {
+  std::vector<ResultRow> rows{timed_row("a", 0, 10, kMissing, kMissing, kMissing), timed_row("a", 1, 4, 2.5, 2.5, 2.5),
+                              timed_row("a", 2, 2, 2, 2, 2), timed_row("b", 0, 8, kMissing, kMissing, kMissing),
+                              timed_row("b", 1, 9, 0.9, 0.9, 0.9)};
+  rows[2].exact = false;  // a: bf16 phase 2 is the fastest of all
+  rows[4].exact = false;  // b: its approximate phase is slower than phase 0: not shown
+  const auto best = report::best_phase_rows(pointers(rows));
+  ASSERT_EQ(best.size(), 3u);
+  EXPECT_EQ(best[0]->phase_index, 1) << "the best exact phase of a comes first";
+  EXPECT_TRUE(best[0]->exact);
+  EXPECT_EQ(best[1]->phase_index, 2);
+  EXPECT_FALSE(best[1]->exact);
+  EXPECT_EQ(best[2]->backend, "b");
+  EXPECT_EQ(best[2]->phase_index, 0);
+}
+
+TEST(ReportSteps, StepListsKeepTheirPositionsThroughEmptyAndBadEntries) {
+  const std::vector<double> values = report::parse_step_values("0;1.5e-07;;nan; 2e-3 ;x1;inf;");
+  ASSERT_EQ(values.size(), 8u);
+  EXPECT_EQ(values[0], 0);
+  EXPECT_DOUBLE_EQ(values[1], 1.5e-7);
+  EXPECT_TRUE(std::isnan(values[2])) << "an empty entry is a gap";
+  EXPECT_TRUE(std::isnan(values[3]));
+  EXPECT_DOUBLE_EQ(values[4], 2e-3);
+  EXPECT_TRUE(std::isnan(values[5])) << "not a number";
+  EXPECT_TRUE(std::isinf(values[6]));
+  EXPECT_TRUE(std::isnan(values[7])) << "a trailing ';' leaves an empty last entry";
+  EXPECT_TRUE(report::parse_step_values("").empty());
+  EXPECT_EQ(report::parse_step_values("3").size(), 1u);
+}
+
+std::string shortest(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+// A rollout row as `run` writes it: errors start at zero (the exact initial state) and grow.
+ResultRow rollout_row(const std::string& backend, int phase, bool exact, double median, double local_error) {
+  ResultRow row = timed_row(backend, phase, median, kMissing, kMissing, kMissing);
+  row.suite = "spinlock";
+  row.workload = "cnn_rollout_autoregressive";
+  row.exact = exact;
+  row.speedup_vs_reference = 10 / median;
+  row.step_output = "trajectory";
+  std::string errors = "0", budget = exact ? "" : "0";
+  for (int step = 1, growth = 1; step < 6; ++step, growth *= 2) {
+    errors += ";" + shortest(local_error * growth);
+    if (!exact) budget += ";" + shortest(1e-2 * growth);
+  }
+  row.step_rel_l2_err = errors;
+  row.step_budget = budget;
+  return row;
+}
+
+TEST(ReportSteps, ManyRowsAreThinnedToPhaseZeroBestExactAndBestApproximatePerLadder) {
+  std::vector<ResultRow> rows;
+  for (const char* backend : {"kokkos", "torch"})
+    for (int phase = 0; phase < 7; ++phase) rows.push_back(rollout_row(backend, phase, phase < 2, 10.0 - phase, 1e-6));
+  EXPECT_EQ(report::step_error_rows(pointers(rows), 14).size(), 14u) << "few enough: every row";
+  const auto chosen = report::step_error_rows(pointers(rows), 12);
+  ASSERT_EQ(chosen.size(), 6u);
+  for (size_t i : {0u, 3u}) {
+    EXPECT_EQ(chosen[i]->phase_index, 0);
+    EXPECT_EQ(chosen[i + 1]->phase_index, 1) << "the fastest exact phase";
+    EXPECT_EQ(chosen[i + 2]->phase_index, 6) << "the fastest approximate phase";
+  }
+}
+
+// A spinlock-like run: the reference, an exact ladder whose bf16 phases are faster, a failing
+// approximate row, and a workload without rollouts.
+fs::path rollout_run() {
+  std::vector<ResultRow> rows{rollout_row("reference", 0, true, 10, 1e-7), rollout_row("kokkos", 0, true, 20, 1e-7),
+                              rollout_row("kokkos", 1, true, 5, 1e-7), rollout_row("kokkos", 2, false, 2, 1e-3),
+                              rollout_row("kokkos", 3, false, 3, 2e-3), rollout_row("torch", 0, true, 8, 1e-7),
+                              rollout_row("torch", 2, false, 6, 5e-2)};
+  rows.back().status = "FAIL";
+  rows.back().reason = "trajectory step 3: rel_l2_err 0.4 > budget 0.08";
+  rows.push_back(timed_row("kokkos", 0, 1, kMissing, kMissing, kMissing));  // s/w: no step errors
+  const fs::path dir = fresh_temp_path("rollout-run");
+  fs::create_directories(dir);
+  std::ofstream(dir / "results.csv") << results_csv(rows);
+  std::ofstream(dir / "samples.csv") << samples_csv({});
+  return dir;
+}
+
+// The markup of the first <svg> of class `css_class` in the section of the rollout workload.
+std::string rollout_svg(const std::string& html, const std::string& css_class) {
+  const size_t start = html.find("<svg class=\"chart " + css_class + "\"", html.find("<section id=\"w-spinlock-"));
+  if (start == std::string::npos) return "";
+  return html.substr(start, html.find("</svg>", start) - start);
+}
+
+TEST(ReportApproximate, RowsAreBadgedInTablesAndRingedInCharts) {
+  const fs::path run = rollout_run();
+  const std::string html = render_runs({run.string()});
+  EXPECT_NE(html.find(report::kApproximateMeaning), std::string::npos) << "the legend line";
+  EXPECT_NE(html.find("<td>2 p2 <span class=\"approx\""), std::string::npos) << "badge in the phase tables";
+  EXPECT_NE(html.find("/kokkos/cpu/3_p3 <span class=\"approx\""), std::string::npos) << "badge in the all-rows table";
+  const std::string ladder = rollout_svg(html, "ladder");
+  EXPECT_EQ(count(ladder, "class=\"approx-core\""), 2u + 1u) << "kokkos 2 and 3 ringed, and the legend's ring";
+  EXPECT_NE(ladder.find("<polyline class=\"series dashed\""), std::string::npos) << "dashed into approximate phases";
+  fs::remove_all(run);
+}
+
+TEST(ReportApproximate, BestPhaseShowsTheBestExactPhaseAndTheFasterApproximateOneApart) {
+  const fs::path run = rollout_run();
+  const std::string best = rollout_svg(render_runs({run.string()}), "best-phase");
+  const size_t exact = best.find(">kokkos/cpu best exact</text>"), approximate = best.find(">kokkos/cpu best approx.</text>");
+  ASSERT_NE(exact, std::string::npos) << best;
+  ASSERT_NE(approximate, std::string::npos) << best;
+  EXPECT_LT(exact, approximate);
+  const std::string exact_line = best.substr(exact, approximate - exact);
+  EXPECT_NE(exact_line.find("phase 1 p1</text>"), std::string::npos) << "kokkos' best exact phase is 1";
+  EXPECT_NE(best.find("phase 2 p2 (approximate)</text>", approximate), std::string::npos);
+  EXPECT_NE(best.find(">torch/cpu</text>"), std::string::npos) << "torch's approximate row failed: one line only";
+  fs::remove_all(run);
+}
+
+TEST(ReportSteps, EachRolloutWorkloadHasAChartWithOneLinePerRowAndTheApproximateBudgets) {
+  const fs::path run = rollout_run();
+  const std::string html = render_runs({run.string()});
+  const size_t section = html.find("<section id=\"step-errors\"><h2>Error per rollout step</h2>");
+  ASSERT_NE(section, std::string::npos);
+  EXPECT_NE(html.find("<a href=\"#step-errors\">"), std::string::npos) << "linked from the navigation";
+  EXPECT_EQ(count(html, "<svg class=\"chart step-errors\""), 1u) << "one chart: s/w has no rollout";
+  const std::string chart = rollout_svg(html, "step-errors");
+  EXPECT_EQ(count(chart, "<polyline class=\"series"), 7u) << "reference, kokkos 0-3, torch 0 and the failed torch 2";
+  EXPECT_EQ(count(chart, "<polyline class=\"series dashed\""), 3u) << "the approximate rows";
+  EXPECT_EQ(count(chart, "<polyline class=\"budget\""), 3u) << "each approximate row's budget";
+  EXPECT_EQ(count(chart, "class=\"step-point\""), 7u * 5) << "steps 1-5 of every line; step 0 is zero";
+  EXPECT_NE(chart.find(">torch/cpu 2 p2 approx.</text>"), std::string::npos) << "legend entry";
+  EXPECT_NE(html.find("Step 0 has zero error in 7 of 7 lines"), std::string::npos) << "says why step 0 is missing";
+  EXPECT_NE(html.find("<summary>Error per step of every row</summary>"), std::string::npos);
+  fs::remove_all(run);
 }
 
 TEST(ReportText, NumbersAndTimesReadPlainly) {

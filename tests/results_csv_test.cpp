@@ -21,7 +21,7 @@ const char* kGoldenResultsHeader =
     "ops_per_iter,bytes_alloc_per_iter,gb_per_s,gflop_per_s,roofline_pct,threads,"
     "shape,seed,worst_output,speedup_vs_prev_ci_low,speedup_vs_prev_ci_high,"
     "speedup_vs_phase0_ci_low,speedup_vs_phase0_ci_high,speedup_vs_reference_ci_low,"
-    "speedup_vs_reference_ci_high,iterations_per_rep,schema";
+    "speedup_vs_reference_ci_high,iterations_per_rep,schema,step_output,step_rel_l2_err,step_budget";
 const char* kGoldenSamplesHeader = "workload,size,backend,device,phase,rep,ms,suite";
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
@@ -53,6 +53,7 @@ ResultRow sample_row() {
   row.shape = "M=48 (B=3 K=16) n=8";
   row.seed = 7;
   row.iterations_per_rep = 123456;
+  row.step_rel_l2_err = "0;1.5e-07;3e-07";
   return row;
 }
 
@@ -77,6 +78,7 @@ TEST(ResultsCsv, RowsRoundTripThroughTheCsvParser) {
   EXPECT_TRUE(std::isnan(row.min_ms));  // missing values stay missing
   EXPECT_EQ(row.seed, 7u);
   EXPECT_EQ(row.iterations_per_rep, 123456);
+  EXPECT_EQ(row.step_rel_l2_err, "0;1.5e-07;3e-07");
   EXPECT_TRUE(row.exact);
   EXPECT_EQ(rows[1].schema, kResultsSchemaVersion);
 }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <thread>
 
@@ -108,6 +109,8 @@ TEST_F(QuickRun, SamplesAndMetadataMatchTheRows) {
   EXPECT_EQ(read_samples_csv((*out_ / "samples.csv").string()).size(), expected_samples);
   const nlohmann::json machine = read_json(*out_ / "machine.json");
   EXPECT_EQ(machine["fingerprint"].get<std::string>().size(), 12u);
+  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");  // recorded beside the timings
+  EXPECT_EQ(machine["environment"]["OMP_WAIT_POLICY"], wait_policy ? wait_policy : "");
   EXPECT_TRUE(machine["backends"].contains("reference"));
   EXPECT_FALSE(machine["cpu"]["model"].get<std::string>().empty());
   const nlohmann::json benchmark = read_json(*out_ / "benchmark.json");
@@ -135,6 +138,18 @@ TEST(Isolation, ACrashingVariantIsAnErrorRowAndTheOthersStillRun) {
   }
   EXPECT_TRUE(crashed_row_seen);
   if (rows.size() > 1) EXPECT_GT(others_ok, 0) << result.output;
+  fs::remove_all(out);
+}
+
+// A run where nothing is timed (here a shard left without cases: one case split in two) still
+// writes a benchmark.json that parses: Google Benchmark itself writes nothing then.
+TEST(Run, NothingToTimeStillWritesValidBenchmarkJson) {
+  const fs::path out = fresh_temp_path("nothing-timed");
+  const auto result = run_phasebench("run --quick --size small --filter 'trainer2/lior_step/reference/' --shard 2/2 --out " + out.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_TRUE(read_results_csv((out / "results.csv").string()).empty());
+  const nlohmann::json json = read_json(out / "benchmark.json");
+  EXPECT_TRUE(json["benchmarks"].empty());
   fs::remove_all(out);
 }
 

@@ -60,7 +60,8 @@ void check(LiveCase& live, const Problem& problem) {
     live.variant->poison_outputs();
     live.variant->run();
     live.spec.backend->synchronize(live.spec.device);
-    live.check = check_outputs(live.variant->outputs(), problem.reference, live.spec.workload->outputs());
+    live.check = check_outputs(live.variant->outputs(), problem.reference,
+                               live.spec.workload->outputs_for(live.spec.phase, live.spec.size));
     live.status = live.check.status;
     live.reason = live.check.reason;
   } catch (const std::exception& error) {

@@ -27,6 +27,20 @@ double relative_l2_error(const std::vector<double>& produced, const std::vector<
   return ref_sq > 0 ? std::sqrt(diff_sq / ref_sq) : std::sqrt(diff_sq);
 }
 
+std::vector<double> step_errors(const HostArray& produced, const HostArray& reference) {
+  std::vector<double> errors;
+  if (reference.shape.empty() || reference.shape[0] <= 0) return errors;
+  const size_t steps = static_cast<size_t>(reference.shape[0]);
+  const size_t per_step = reference.values.size() / steps;
+  for (size_t t = 0; t < steps; ++t) {
+    const auto slice = [&](const HostArray& array) {
+      return std::vector<double>(array.values.begin() + t * per_step, array.values.begin() + (t + 1) * per_step);
+    };
+    errors.push_back(relative_l2_error(slice(produced), slice(reference)));
+  }
+  return errors;
+}
+
 namespace {
 
 CheckResult failure(Status status, std::string reason) {
@@ -67,13 +81,37 @@ OutputError measure(const OutputSpec& spec, const HostArray& produced, const Hos
   for (size_t i = 0; i < reference.values.size(); ++i)
     error.max_abs_err = std::max(error.max_abs_err, std::abs(produced.values[i] - reference.values[i]));
   error.within_tolerance = error.rel_l2_err <= spec.tolerance;
+  error.reference = spec.reference_name();
+  if (spec.per_step || !spec.step_budget.empty()) error.step_errors = step_errors(produced, reference);
+  error.step_budget = spec.step_budget;
+  for (size_t t = 0; t < error.step_budget.size() && t < error.step_errors.size(); ++t)
+    if (!(error.step_errors[t] <= error.step_budget[t])) {
+      error.first_step_over_budget = static_cast<int>(t);
+      error.within_tolerance = false;
+      break;
+    }
   return error;
+}
+
+// How close an output came to failing: 1 is at its tolerance (or at a step's budget).
+double share_of_tolerance(const OutputError& error) {
+  double share = error.rel_l2_err / error.tolerance;
+  for (size_t t = 0; t < error.step_budget.size() && t < error.step_errors.size(); ++t)
+    share = std::max(share, error.step_errors[t] / error.step_budget[t]);
+  return share;
 }
 
 std::string format_error(const OutputError& error) {
   std::ostringstream text;
   text.precision(3);
-  text << "output " << error.name << ": rel_l2_err " << error.rel_l2_err << " > tolerance "
+  const std::string against = error.reference == error.name ? "" : " against " + error.reference;
+  if (error.first_step_over_budget >= 0) {
+    const auto t = static_cast<size_t>(error.first_step_over_budget);
+    text << "output " << error.name << against << ": step " << t << " rel_l2_err "
+         << error.step_errors[t] << " > budget " << error.step_budget[t];
+    return text.str();
+  }
+  text << "output " << error.name << against << ": rel_l2_err " << error.rel_l2_err << " > tolerance "
        << error.tolerance << " (max_abs_err " << error.max_abs_err << ")";
   return text.str();
 }
@@ -83,7 +121,7 @@ std::string format_error(const OutputError& error) {
 CheckResult check_outputs(const ArrayMap& produced, const ArrayMap& reference,
                           const std::vector<OutputSpec>& specs) {
   for (const OutputSpec& spec : specs) {
-    const HostArray& expected = require(reference, spec.name);
+    const HostArray& expected = require(reference, spec.reference_name());
     if (zero_share(expected) > kMistrustZeroShare) {
       std::ostringstream text;
       text << "reference output " << spec.name << " is " << 100 * zero_share(expected)
@@ -94,7 +132,7 @@ CheckResult check_outputs(const ArrayMap& produced, const ArrayMap& reference,
   for (const OutputSpec& spec : specs) {
     const auto found = produced.find(spec.name);
     if (found == produced.end()) return failure(Status::Fail, "output " + spec.name + " missing");
-    const HostArray& expected = require(reference, spec.name);
+    const HostArray& expected = require(reference, spec.reference_name());
     if (found->second.shape != expected.shape || found->second.values.size() != expected.values.size())
       return failure(Status::Fail, "output " + spec.name + " has shape " +
                                        found->second.shape_string() + ", expected " +
@@ -107,9 +145,9 @@ CheckResult check_outputs(const ArrayMap& produced, const ArrayMap& reference,
   CheckResult result;
   double worst_ratio = -1;
   for (const OutputSpec& spec : specs) {
-    const OutputError error = measure(spec, produced.at(spec.name), require(reference, spec.name));
+    const OutputError error = measure(spec, produced.at(spec.name), require(reference, spec.reference_name()));
     result.outputs.push_back(error);
-    const double ratio = error.rel_l2_err / error.tolerance;
+    const double ratio = share_of_tolerance(error);
     if (ratio > worst_ratio) {
       worst_ratio = ratio;
       result.worst = error;

@@ -47,10 +47,13 @@ void print_ladder(std::ostream& out, const LadderKey& key, const std::vector<con
   out << "  " << std::left << std::setw(30) << "phase" << std::setw(13) << "claimed" << std::setw(26)
       << "measured vs prev [95% CI]" << std::setw(14) << "" << std::setw(26) << "vs phase 0 [95% CI]"
       << "syncs/iter\n";
+  const auto definition = find_workload(suite + "/" + workload);
+  const PhaseInfo claim = definition ? definition->cumulative_claim() : PhaseInfo{};
   const ResultRow* first = nullptr;
-  const ResultRow* last = nullptr;
+  const ResultRow* last = nullptr;  // the last phase the whole-ladder claim covers
+  const ResultRow* fastest_exact = nullptr;
   for (const ResultRow* row : rows) {
-    out << "  " << std::setw(30) << (std::to_string(row->phase_index) + " " + row->phase)
+    out << "  " << std::setw(30) << (std::to_string(row->phase_index) + " " + row->phase + (row->exact ? "" : " (approx)"))
         << std::setw(13) << range(row->claimed_min, row->claimed_max) << std::setw(26)
         << with_interval(row->speedup_vs_prev, row->speedup_vs_prev_ci_low, row->speedup_vs_prev_ci_high)
         << std::setw(14) << verdict(*row, workload_rows) << std::setw(26)
@@ -58,10 +61,9 @@ void print_ladder(std::ostream& out, const LadderKey& key, const std::vector<con
         << (row->status == "OK" ? number(row->host_syncs_per_iter) : row->status) << "\n";
     if (row->status != "OK") continue;
     if (!first) first = row;
-    last = row;
+    if (claim.index == 0 || row->phase_index <= claim.index) last = row;
+    if (row->exact && (!fastest_exact || row->median_ms < fastest_exact->median_ms)) fastest_exact = row;
   }
-  const auto definition = find_workload(suite + "/" + workload);
-  const PhaseInfo claim = definition ? definition->cumulative_claim() : PhaseInfo{};
   if (first && last && first != last) {
     out << "  whole ladder (phase " << first->phase_index << " -> " << last->phase_index << "): measured "
         << with_interval(last->speedup_vs_phase0, last->speedup_vs_phase0_ci_low, last->speedup_vs_phase0_ci_high)
@@ -70,6 +72,12 @@ void print_ladder(std::ostream& out, const LadderKey& key, const std::vector<con
     out << "  host syncs per iteration: " << number(first->host_syncs_per_iter) << " -> "
         << number(last->host_syncs_per_iter) << "\n";
   }
+  // When the claimed ladder ends in approximate phases, what the exact arithmetic reaches.
+  if (first && last && !last->exact && fastest_exact && fastest_exact != first)
+    out << "  fastest exact phase: " << fastest_exact->phase_index << " " << fastest_exact->phase << ", "
+        << with_interval(fastest_exact->speedup_vs_phase0, fastest_exact->speedup_vs_phase0_ci_low,
+                         fastest_exact->speedup_vs_phase0_ci_high)
+        << " vs phase 0\n";
 }
 
 }  // namespace

@@ -86,6 +86,7 @@ std::string counts_text(const Comparison& c) {
 std::string settings_text(const Comparison& c) {
   const Options& o = c.options;
   std::string mode = o.mode == Mode::Time ? "time" : "ratio (time relative to " + ratio_base_name(o) + ")";
+  if (o.fastest_pct < 100) mode += ", fastest " + printf_text("%g", o.fastest_pct) + "% of repetitions";
   return "mode " + mode + ", threshold " + printf_text("%g", o.threshold_pct) + "%, alpha " +
          printf_text("%g", o.alpha) + " (Holm over " + plural(c.tested, "tested row") + " of " +
          std::to_string(c.rows.size()) + ")";
@@ -140,7 +141,10 @@ std::string markdown_table(const Cells& rows) {
 }
 
 std::string method_text(const Comparison& c) {
-  return "A row regresses when its median time" +
+  const std::string which = c.options.fastest_pct < 100
+                                ? " over its fastest " + printf_text("%g", c.options.fastest_pct) + "% of repetitions"
+                                : "";
+  return "A row regresses when its median time" + which +
          std::string(c.options.mode == Mode::Ratio ? " relative to " + ratio_base_name(c.options) : "") +
          " grows by more than " + printf_text("%g", c.options.threshold_pct) +
          "% and a one-sided Mann-Whitney U test on the repetition samples, Holm-corrected over the rows "

@@ -34,6 +34,17 @@ std::string proc_value(const std::string& path, const std::string& key) {
   return "";
 }
 
+// Environment variables that change how threaded backends behave, and so the timings: on a shared
+// machine OpenMP's active waiting (the default) makes 2-thread rows stall; OMP_WAIT_POLICY=passive
+// is then worth recording beside the numbers.
+nlohmann::json timing_environment() {
+  nlohmann::json environment = nlohmann::json::object();
+  for (const char* name : {"OMP_NUM_THREADS", "OMP_WAIT_POLICY", "OMP_PROC_BIND", "GOMP_SPINCOUNT",
+                           "OPENBLAS_CORETYPE", "DNNL_MAX_CPU_ISA", "ONEDNN_MAX_CPU_ISA"})
+    environment[name] = getenv(name) ? getenv(name) : "";
+  return environment;
+}
+
 nlohmann::json cpu_caches() {
   nlohmann::json caches = nlohmann::json::array();
   for (int index = 0; index < 8; ++index) {
@@ -143,9 +154,7 @@ nlohmann::json collect_machine_metadata(const MachineOptions& options) {
         {"git_commit_at_configure", PHASEBENCH_CONFIGURE_GIT_COMMIT}}},
       {"git_commit", current_git_commit()},
       {"threads", options.threads},
-      {"environment",
-       {{"OMP_NUM_THREADS", getenv("OMP_NUM_THREADS") ? getenv("OMP_NUM_THREADS") : ""},
-        {"OPENBLAS_CORETYPE", getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : ""}}},
+      {"environment", timing_environment()},
       {"backends", backends_metadata()},
   };
 }

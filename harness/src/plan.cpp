@@ -109,6 +109,9 @@ std::vector<Case> plan_cases(const Selection& selection, SizeClass size) {
       }
     }
   }
+  if (cases.empty())  // a typo in --filter must not pass as an empty, successful run
+    throw InputError("the selection matches no variant (--filter is searched in suite/workload/backend/phase, "
+                     "e.g. 'trainer2/window/kokkos/inplace'; see `phasebench list`)");
   return shard_of(std::move(cases), selection);
 }
 

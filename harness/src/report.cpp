@@ -71,12 +71,21 @@ svg .axis-label { fill: var(--muted); font-size: 12px; }
 svg .legend, svg .row-label, svg .annotation { font-size: 12px; }
 svg .baseline-label, svg .ceiling-label, svg .point-label { fill: #3d4750; font-size: 11px; }
 svg .note { fill: var(--muted); font-style: italic; }
+.approx { display: inline-block; padding: 0 5px; border: 1px dashed #b7791f; border-radius: 4px; background: #fdf1dc;
+          color: #7a4a00; font-size: 11px; font-weight: 600; }
+svg .approx-core, svg .legend-point { pointer-events: none; }
+svg .approx-legend { font-size: 10.5px; }
+svg .lollipop.dashed { stroke-dasharray: 5 3; }
+svg .series.thin { stroke-width: 1.2; }
+svg .budget { fill: none; stroke-width: 1; stroke-dasharray: 1 3; }
+svg .step-point { opacity: 0.8; }
 )css";
 
-std::string navigation(const std::vector<WorkloadKey>& keys) {
+std::string navigation(const std::vector<WorkloadKey>& keys, bool has_step_errors) {
   std::string links = "<a href=\"#runs\">Runs</a>";
   for (const WorkloadKey& key : keys)
     links += "<a href=\"#" + key.anchor() + "\">" + escape(key.name() + " (" + key.size + ")") + "</a>";
+  if (has_step_errors) links += "<a href=\"#" + std::string(kStepErrorsId) + "\">error per rollout step</a>";
   for (const char* section : {"roofline", "problems", "machines", "all-rows"})
     links += "<a href=\"#" + std::string(section) + "\">" + section + "</a>";
   return "<nav>" + links + "</nav>";
@@ -87,15 +96,18 @@ std::string navigation(const std::vector<WorkloadKey>& keys) {
 std::string render(const std::vector<Run>& runs) {
   const Colors colors(runs);
   const std::vector<WorkloadKey> keys = workloads(runs);
+  const std::string step_errors = step_errors_section(runs, colors);
   std::string page = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
                      "<title>phasebench report</title>\n<style>" + std::string(kStyle) + "</style>\n</head>\n<body>\n";
   page += "<header><h1>phasebench report</h1><p class=\"meta\">" + std::to_string(runs.size()) + " run" +
           (runs.size() == 1 ? "" : "s") + ", " + std::to_string(keys.size()) + " workload" +
           (keys.size() == 1 ? "" : "s") + "; written by phasebench " + PHASEBENCH_VERSION +
-          ". Hover over a point for its numbers.</p>" + navigation(keys) + "</header>\n<main>\n";
+          ". Hover over a point for its numbers.</p>" + navigation(keys, !step_errors.empty()) +
+          "</header>\n<main>\n";
   page += runs_section(runs);
   for (const WorkloadKey& key : keys) page += workload_section(runs, key, colors);
+  page += step_errors;
   page += roofline_section(runs, colors);
   page += problems_section(runs);
   page += machines_section(runs);

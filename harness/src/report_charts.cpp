@@ -38,7 +38,31 @@ std::string row_tooltip(const ResultRow& row) {
             format_interval(row.speedup_vs_prev_ci_low, row.speedup_vs_prev_ci_high, format_ratio);
   text += "\nhost syncs " + format_number(row.host_syncs_per_iter) + ", ops " + format_number(row.ops_per_iter);
   if (!std::isnan(row.roofline_pct)) text += ", " + format_number(row.roofline_pct) + "% of roofline";
+  if (!row.exact) text += "\n" + std::string(kApproximateMeaning);
   return text;
+}
+
+// A result row's point; an approximate row's is a ring (a white core that lets hovers through),
+// so it stands apart from exact rows in every chart without a second color per backend.
+void row_point(Canvas& canvas, double x, double y, const ResultRow& row, const std::string& color,
+               const std::string& tooltip, double radius = 4.5) {
+  canvas.point(x, y, color, tooltip, radius);
+  if (!row.exact) canvas.point(x, y, "#fff", "", radius * 0.45, "approx-core");
+}
+
+bool any_approximate(const Rows& rows) {
+  return std::any_of(rows.begin(), rows.end(), [](const ResultRow* row) { return !row->exact; });
+}
+
+// Extra height of a chart that explains its approximate marks on a line of its own at the bottom.
+constexpr double kApproximateLegendRoom = 18;
+
+// The ring and the dashed stroke an approximate row is drawn with, and what they mean.
+void approximate_legend(Canvas& canvas, double x, double y) {
+  canvas.line(x, y - 4, x + 22, y - 4, "series dashed", "#5b6670");
+  canvas.point(x + 11, y - 4, "#5b6670", "", 4.5, "legend-point");
+  canvas.point(x + 11, y - 4, "#fff", "", 2, "approx-core");
+  canvas.text(x + 30, y, kApproximateMeaning, "approx-legend");
 }
 
 // The ladders of `rows` (backend/device, in name order) and their rows in phase order.
@@ -98,12 +122,34 @@ struct PhaseChart {
 };
 
 PhaseChart phase_chart(const std::string& css_class, const std::string& label, int width, int height, Range y_range,
-                       const std::string& y_label) {
-  PhaseChart chart{Canvas(width, height, css_class, label), frame_for(width, height), {}};
+                       const std::string& y_label, bool has_approximate) {
+  const double legend_room = has_approximate ? kApproximateLegendRoom : 0;
+  height += static_cast<int>(legend_room);
+  PhaseChart chart{Canvas(width, height, css_class, label), frame_for(width, height, 70, 48 + legend_room), {}};
   chart.y = Scale{y_range.first, y_range.second, chart.frame.bottom, chart.frame.top, true};
   svg::y_axis(chart.canvas, chart.y, chart.frame.left, chart.frame.right, y_label, format_ratio);
   chart.canvas.line(chart.frame.left, chart.y(1), chart.frame.right, chart.y(1), "baseline");
+  if (has_approximate) approximate_legend(chart.canvas, 8, height - 6.0);  // from the edge: the sentence is long
   return chart;
+}
+
+// A ladder's line: solid between exact phases, dashed into and between approximate ones (and
+// dashed throughout on a GPU, as before), one polyline per stretch of the same style.
+void ladder_line(Canvas& canvas, const std::vector<std::pair<svg::Point, bool>>& points_and_exact,
+                 const std::string& color, bool on_gpu) {
+  std::vector<svg::Point> stretch;
+  bool stretch_dashed = false;
+  for (size_t i = 0; i + 1 < points_and_exact.size(); ++i) {
+    const bool dashed = on_gpu || !points_and_exact[i].second || !points_and_exact[i + 1].second;
+    if (!stretch.empty() && dashed != stretch_dashed) {
+      canvas.polyline(stretch, color, stretch_dashed ? "series dashed" : "series");
+      stretch.clear();
+    }
+    if (stretch.empty()) stretch.push_back(points_and_exact[i].first);
+    stretch.push_back(points_and_exact[i + 1].first);
+    stretch_dashed = dashed;
+  }
+  canvas.polyline(stretch, color, stretch_dashed ? "series dashed" : "series");
 }
 
 // The sideways offset of the index-th of `count` ladders drawn at one phase.
@@ -145,7 +191,7 @@ Range gain_range(const std::vector<Rows>& rows_per_run) {
 
 std::string ladder_chart(const Rows& rows, const std::vector<int>& phases, const Colors& colors, Range y_range,
                          int width, const std::string& label) {
-  PhaseChart chart = phase_chart("ladder", label, width, 330, y_range, "speedup vs serial reference");
+  PhaseChart chart = phase_chart("ladder", label, width, 330, y_range, "speedup vs serial reference", any_approximate(rows));
   auto& [canvas, frame, y] = chart;
   canvas.text(frame.right - 4, y(1) - 5, "serial reference", "baseline-label", "end");
   const auto ladders = by_ladder(rows, false);
@@ -155,21 +201,21 @@ std::string ladder_chart(const Rows& rows, const std::vector<int>& phases, const
   for (const auto& [name, ladder_rows] : ladders) {
     const std::string color = colors.of(ladder_rows.front()->backend);
     const double shift = dodge_offset(index++, ladders.size(), axis.dodge);
-    std::vector<svg::Point> line;
+    std::vector<std::pair<svg::Point, bool>> line;
     for (const ResultRow* row : ladder_rows) {
       const double x = axis.x.at(row->phase_index) + shift;
       if (!is_timed(*row)) {
         not_timed_marker(canvas, *row, x, frame, color);
         continue;
       }
-      line.emplace_back(x, y(row->speedup_vs_reference));
+      line.push_back({{x, y(row->speedup_vs_reference)}, row->exact});
       if (!std::isnan(row->speedup_vs_reference_ci_low))
         canvas.error_bar(x, y(row->speedup_vs_reference_ci_low), x, y(row->speedup_vs_reference_ci_high), color);
     }
-    canvas.polyline(line, color, ladder_rows.front()->device != "cpu");
+    ladder_line(canvas, line, color, ladder_rows.front()->device != "cpu");
     for (const ResultRow* row : ladder_rows)
       if (is_timed(*row))
-        canvas.point(axis.x.at(row->phase_index) + shift, y(row->speedup_vs_reference), color, row_tooltip(*row));
+        row_point(canvas, axis.x.at(row->phase_index) + shift, y(row->speedup_vs_reference), *row, color, row_tooltip(*row));
   }
   svg::legend(canvas, frame.left, 16, ladder_legend(ladders, colors));
   return canvas.str();
@@ -177,7 +223,7 @@ std::string ladder_chart(const Rows& rows, const std::vector<int>& phases, const
 
 std::string claims_chart(const Rows& rows, const std::vector<int>& phases, const Colors& colors, Range y_range,
                          int width, const std::string& label) {
-  PhaseChart chart = phase_chart("claims", label, width, 300, y_range, "gain over previous phase");
+  PhaseChart chart = phase_chart("claims", label, width, 300, y_range, "gain over previous phase", any_approximate(rows));
   auto& [canvas, frame, y] = chart;
   std::vector<int> gained(phases.size());
   gained.erase(std::copy_if(phases.begin(), phases.end(), gained.begin(), [](int p) { return p > 0; }), gained.end());
@@ -197,8 +243,8 @@ std::string claims_chart(const Rows& rows, const std::vector<int>& phases, const
                     "claim-band", name + " phase " + phase_label(*row) + ": claimed " + claim.claim_text());
       if (!std::isnan(row->speedup_vs_prev_ci_low))
         canvas.error_bar(x, y(row->speedup_vs_prev_ci_low), x, y(row->speedup_vs_prev_ci_high), color);
-      canvas.point(x, y(row->speedup_vs_prev), color,
-                   row_tooltip(*row) + "\nclaimed " + claim.claim_text() + ": " + claim.text());
+      row_point(canvas, x, y(row->speedup_vs_prev), *row, color,
+                row_tooltip(*row) + "\nclaimed " + claim.claim_text() + ": " + claim.text());
     }
   }
   std::vector<std::pair<std::string, std::string>> entries = ladder_legend(ladders, colors);
@@ -206,46 +252,176 @@ std::string claims_chart(const Rows& rows, const std::vector<int>& phases, const
   return canvas.str();
 }
 
-std::string best_phase_chart(const std::vector<Run>& runs, const std::vector<Rows>& best_per_run, const Colors& colors) {
+namespace {
+
+// One line of the best-phase chart: a ladder's best exact row or (when faster) its best
+// approximate one; no row: the ladder has no timed phase of that kind in that run.
+struct BestLine {
+  std::string ladder, label;
+  const ResultRow* row = nullptr;
+  std::string missing;  // what to say when there is no row
+};
+
+std::vector<BestLine> best_lines(const std::vector<Run>& runs, const std::vector<Rows>& best_per_run) {
   std::set<std::string> ladder_names;
-  std::vector<double> values{1.0};
   for (const Rows& rows : best_per_run)
-    for (const ResultRow* row : rows) {
-      ladder_names.insert(ladder_name(*row));
+    for (const ResultRow* row : rows) ladder_names.insert(ladder_name(*row));
+  std::vector<BestLine> lines;
+  for (const std::string& ladder : ladder_names)
+    for (size_t r = 0; r < runs.size(); ++r) {
+      const ResultRow *exact = nullptr, *approximate = nullptr;
+      for (const ResultRow* row : best_per_run[r])
+        if (ladder_name(*row) == ladder) (row->exact ? exact : approximate) = row;
+      const std::string run = runs.size() > 1 ? "  " + runs[r].letter : "";
+      if (!approximate) {
+        lines.push_back({ladder, ladder + run, exact, "no timed phase"});
+        continue;
+      }
+      lines.push_back({ladder, ladder + " best exact" + run, exact, "no timed exact phase"});
+      lines.push_back({ladder, ladder + " best approx." + run, approximate, ""});
+    }
+  return lines;
+}
+
+}  // namespace
+
+std::string best_phase_chart(const std::vector<Run>& runs, const std::vector<Rows>& best_per_run, const Colors& colors) {
+  const std::vector<BestLine> lines = best_lines(runs, best_per_run);
+  std::vector<double> values{1.0};
+  bool has_approximate = false;
+  for (const Rows& rows : best_per_run) {
+    has_approximate = has_approximate || any_approximate(rows);
+    for (const ResultRow* row : rows)
       values.insert(values.end(), {row->speedup_vs_reference, row->speedup_vs_reference_ci_low,
                                    row->speedup_vs_reference_ci_high});
-    }
-  const double line_height = 20, group_gap = 10;
+  }
+  const double line_height = 20, group_gap = 10, legend_room = has_approximate ? kApproximateLegendRoom : 0;
+  double lines_height = 0;
+  for (size_t i = 0; i < lines.size(); ++i)
+    lines_height += line_height + (i > 0 && lines[i].ladder != lines[i - 1].ladder ? group_gap : 0);
   const int width = 1150;
-  const int height = static_cast<int>(50 + static_cast<double>(ladder_names.size()) *
-                                               (line_height * static_cast<double>(runs.size()) + group_gap));
-  Canvas canvas(width, height, "best-phase", "each backend at its fastest phase");
-  const double left = 190, right = width - 330.0, top = 12, bottom = height - 40.0;
+  const int height = static_cast<int>(50 + group_gap + legend_room + lines_height);
+  Canvas canvas(width, height, "best-phase", "each backend at its fastest exact phase (and fastest approximate one)");
+  const double left = 230, right = width - 330.0, top = 12, bottom = height - 40.0 - legend_room;
   const Range range = log_range_of(values);
   const Scale x{range.first, range.second, left, right, true};
   svg::x_axis(canvas, x, bottom, top, "speedup vs serial reference (log scale)", format_ratio);
   canvas.line(x(1), top, x(1), bottom, "baseline");
+  if (has_approximate) approximate_legend(canvas, left, height - 6.0);
   double y = top + 14;
-  for (const std::string& ladder : ladder_names) {
-    for (size_t r = 0; r < runs.size(); ++r, y += line_height) {
-      const auto found = std::find_if(best_per_run[r].begin(), best_per_run[r].end(),
-                                      [&](const ResultRow* row) { return ladder_name(*row) == ladder; });
-      canvas.text(left - 8, y + 4, ladder + (runs.size() > 1 ? "  " + runs[r].letter : ""), "row-label", "end");
-      if (found == best_per_run[r].end()) {
-        canvas.text(left + 4, y + 4, "no timed phase", "note");
-        continue;
-      }
-      const ResultRow& row = **found;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const BestLine& line = lines[i];
+    if (i > 0 && line.ladder != lines[i - 1].ladder) y += group_gap;  // a ladder's runs stay together
+    canvas.text(left - 8, y + 4, line.label, "row-label", "end");
+    if (!line.row) {
+      canvas.text(left + 4, y + 4, line.missing, "note");
+    } else {
+      const ResultRow& row = *line.row;
       const std::string color = colors.of(row.backend);
-      canvas.line(x(1), y, x(row.speedup_vs_reference), y, "lollipop", color);
+      canvas.line(x(1), y, x(row.speedup_vs_reference), y, row.exact ? "lollipop" : "lollipop dashed", color);
       if (!std::isnan(row.speedup_vs_reference_ci_low))
         canvas.error_bar(x(row.speedup_vs_reference_ci_low), y, x(row.speedup_vs_reference_ci_high), y, color);
-      canvas.point(x(row.speedup_vs_reference), y, color, row_tooltip(row), 5.5);
+      row_point(canvas, x(row.speedup_vs_reference), y, row, color, row_tooltip(row), 5.5);
       canvas.text(right + 12, y + 4, format_ratio(row.speedup_vs_reference) + "  " + format_ms(row.median_ms) +
-                                         "  phase " + phase_label(row), "annotation");
+                                         "  phase " + phase_label(row) + (row.exact ? "" : " (approximate)"),
+                  "annotation");
     }
-    y += group_gap;
+    y += line_height;
   }
+  return canvas.str();
+}
+
+namespace {
+
+bool on_log_axis(double value) { return value > 0 && std::isfinite(value); }
+
+// The budget drawn for a row: only approximate rows', whose budget is the point of the chart.
+std::vector<double> drawn_budget(const ResultRow& row) {
+  return row.exact ? std::vector<double>{} : parse_step_values(row.step_budget);
+}
+
+std::string step_line_class(const ResultRow& row) {
+  if (!row.exact) return "series dashed";
+  return row.phase_index == 0 ? "series thin" : "series";
+}
+
+std::string step_row_name(const ResultRow& row) {
+  return ladder_name(row) + " " + phase_label(row) + (row.exact ? "" : " approx.");
+}
+
+// One polyline per stretch of consecutive drawable values, so a gap is never bridged.
+void step_polylines(Canvas& canvas, const std::vector<double>& values, const PhaseAxis& steps, const Scale& y,
+                    const std::string& color, const std::string& css_class) {
+  std::vector<svg::Point> stretch;
+  for (size_t t = 0; t <= values.size(); ++t) {
+    if (t < values.size() && on_log_axis(values[t])) {
+      stretch.emplace_back(steps.x.at(static_cast<int>(t)), y(values[t]));
+      continue;
+    }
+    canvas.polyline(stretch, color, css_class);
+    stretch.clear();
+  }
+}
+
+void step_points(Canvas& canvas, const ResultRow& row, const std::vector<double>& errors, const PhaseAxis& steps,
+                 const Scale& y, const std::string& color) {
+  const std::vector<double> budget = parse_step_values(row.step_budget);
+  for (size_t t = 0; t < errors.size(); ++t) {
+    if (!on_log_axis(errors[t])) continue;
+    std::string tooltip = step_row_name(row) + " (" + row.status + ")\nstep " + std::to_string(t) +
+                          ": relative L2 error " + format_number(errors[t]);
+    if (t < budget.size()) tooltip += ", budget " + format_number(budget[t]);
+    canvas.point(steps.x.at(static_cast<int>(t)), y(errors[t]), color, tooltip, 2.5, "step-point");
+  }
+}
+
+// One entry per line, stacked in a column right of the plot: with a dozen lines a row of swatches
+// would not fit, and the line sample shows the style (thin, solid, dashed) as well as the color.
+void step_legend(Canvas& canvas, double x, double y, const Rows& rows, const Colors& colors) {
+  constexpr double kEntryHeight = 16;
+  for (const ResultRow* row : rows) {
+    canvas.line(x, y - 4, x + 24, y - 4, step_line_class(*row), colors.of(row->backend));
+    canvas.text(x + 30, y, step_row_name(*row), "legend");
+    y += kEntryHeight;
+  }
+  if (std::none_of(rows.begin(), rows.end(), [](const ResultRow* row) { return !drawn_budget(*row).empty(); })) return;
+  canvas.line(x, y - 4, x + 24, y - 4, "budget", "#5b6670");
+  canvas.text(x + 30, y, "budget of an approximate row", "legend");
+}
+
+}  // namespace
+
+Range step_error_range(const std::vector<Rows>& rows_per_run) {
+  std::vector<double> values;
+  for (const Rows& rows : rows_per_run)
+    for (const ResultRow* row : rows)
+      for (const std::vector<double>& series : {parse_step_values(row->step_rel_l2_err), drawn_budget(*row)})
+        values.insert(values.end(), series.begin(), series.end());
+  return svg::log_range(values, 2, 100);
+}
+
+std::string step_error_chart(const Rows& rows, const Colors& colors, Range y_range, int width, const std::string& label) {
+  constexpr double kLegendWidth = 300, kEntryHeight = 16;
+  const int height = static_cast<int>(std::max(340.0, 80 + kEntryHeight * static_cast<double>(rows.size() + 1)));
+  Canvas canvas(width, height, "step-errors", label);
+  const Frame frame{70, width - kLegendWidth, 30, height - 48.0};
+  const Scale y{y_range.first, y_range.second, frame.bottom, frame.top, true};
+  svg::y_axis(canvas, y, frame.left, frame.right, "relative L2 error vs fp64 (log)", format_number);
+  size_t step_count = 0;
+  for (const ResultRow* row : rows)
+    step_count = std::max({step_count, parse_step_values(row->step_rel_l2_err).size(), drawn_budget(*row).size()});
+  std::vector<int> step_indices(step_count);
+  for (size_t t = 0; t < step_count; ++t) step_indices[t] = static_cast<int>(t);
+  const PhaseAxis steps = phase_axis(step_indices, frame, 1);  // steps are categories, like phases
+  phase_ticks(canvas, steps, frame, "rollout step");
+  for (const ResultRow* row : rows) {
+    const std::string color = colors.of(row->backend);
+    const std::vector<double> errors = parse_step_values(row->step_rel_l2_err);
+    step_polylines(canvas, drawn_budget(*row), steps, y, color, "budget");
+    step_polylines(canvas, errors, steps, y, color, step_line_class(*row));
+    step_points(canvas, *row, errors, steps, y, color);
+  }
+  step_legend(canvas, frame.right + 20, frame.top + 4, rows, colors);
   return canvas.str();
 }
 
@@ -295,7 +471,7 @@ void draw_ceilings(Canvas& canvas, const roofline::Ceilings& ceilings, const Sca
   const double bandwidth = ceilings.bandwidth_gb_per_s, peak = ceilings.peak_gflop_per_s;
   const double ridge = peak / bandwidth;
   const double start = std::max(x.lo, y.lo / bandwidth);
-  canvas.polyline({{x(start), y(start * bandwidth)}, {x(ridge), y(peak)}, {x(x.hi), y(peak)}}, "#222", false);
+  canvas.polyline({{x(start), y(start * bandwidth)}, {x(ridge), y(peak)}, {x(x.hi), y(peak)}}, "#222");
   canvas.text(x(x.hi) - 4, y(peak) - 6, format_number(peak) + " GFLOP/s fp32 (" + ceilings.compute_method + ")",
               "ceiling-label", "end");
   const double mid = start * std::pow(ridge / start, 0.2);  // near the left end, clear of most points
@@ -330,10 +506,10 @@ std::string roofline_chart(const Run& run, const Colors& colors, std::pair<Range
   std::map<std::string, RooflinePoint> highest;  // per workload: where its name goes
   std::set<std::string> backends;
   for (const RooflinePoint& p : points) {
-    canvas.point(x(p.intensity), y(p.gflop_per_s), colors.of(p.row->backend),
-                 row_tooltip(*p.row) + "\n" + format_number(p.gflop_per_s) + " GFLOP/s at " +
-                     format_number(p.intensity) + " flop/byte, " + format_number(p.row->gb_per_s) + " GB/s",
-                 4);
+    row_point(canvas, x(p.intensity), y(p.gflop_per_s), *p.row, colors.of(p.row->backend),
+              row_tooltip(*p.row) + "\n" + format_number(p.gflop_per_s) + " GFLOP/s at " +
+                  format_number(p.intensity) + " flop/byte, " + format_number(p.row->gb_per_s) + " GB/s",
+              4);
     backends.insert(p.row->backend);
     auto& top = highest.emplace(p.row->workload, p).first->second;
     if (p.gflop_per_s > top.gflop_per_s) top = p;
@@ -380,7 +556,8 @@ std::string samples_chart(const Run& run, const Rows& rows, const Colors& colors
   double y = top + 14;
   for (const ResultRow* row : timed) {
     const std::string color = colors.of(row->backend);
-    canvas.text(left - 8, y + 4, ladder_name(*row) + " " + phase_label(*row), "row-label", "end");
+    canvas.text(left - 8, y + 4, ladder_name(*row) + " " + phase_label(*row) + (row->exact ? "" : " (approx.)"),
+                "row-label", "end");
     if (!std::isnan(row->ci_low_ms)) canvas.line(x(row->ci_low_ms), y, x(row->ci_high_ms), y, "ci-band", color);
     for (double ms : run.data.samples.at(compare::row_key(*row))) canvas.point(x(ms), y, color, format_ms(ms), 2.5, "sample");
     canvas.line(x(row->median_ms), y - 8, x(row->median_ms), y + 8, "median-tick");

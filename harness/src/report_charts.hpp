@@ -32,6 +32,14 @@ std::string claims_chart(const Rows& rows, const std::vector<int>& phases, const
 /// Each ladder at its fastest phase, one line per run: speedup over the reference with interval.
 std::string best_phase_chart(const std::vector<Run>& runs, const std::vector<Rows>& best_per_run, const Colors& colors);
 
+/// A log y range covering the drawable step errors of these rows and the budgets of their
+/// approximate ones.
+Range step_error_range(const std::vector<Rows>& rows_per_run);
+/// Relative L2 error after each rollout step (log scale), one line per row: solid when exact
+/// (thin for phase 0), dashed when approximate, with an approximate row's budget dotted in its
+/// color. Zero, missing and non-finite errors cannot sit on a log axis: they leave gaps.
+std::string step_error_chart(const Rows& rows, const Colors& colors, Range y_range, int width, const std::string& label);
+
 /// x (flop per byte) and y (GFLOP/s) ranges covering every run's points and ceilings.
 std::pair<Range, Range> roofline_ranges(const std::vector<Run>& runs);
 /// Achieved GFLOP/s against arithmetic intensity under the run's bandwidth and compute ceilings.

@@ -94,4 +94,9 @@ std::string status_badge(const std::string& status) {
   return "<span class=\"status status-" + escape(lower) + "\">" + escape(status) + "</span>";
 }
 
+std::string marked_if_approximate(const std::string& text, bool exact) {
+  if (exact) return escape(text);
+  return escape(text) + " <span class=\"approx\" title=\"" + escape(kApproximateMeaning) + "\">approx</span>";
+}
+
 }  // namespace pb::report

@@ -40,4 +40,9 @@ class Table {
 /// <span class="status status-fail">FAIL</span>, colored by what the status means.
 std::string status_badge(const std::string& status);
 
+/// What an approximate phase is, in every legend that marks one.
+constexpr const char* kApproximateMeaning = "approximate: changes the arithmetic or the model; checked against an error budget";
+/// `text` (a phase, a case) as markup, followed by an "approx" badge when its phase is not exact.
+std::string marked_if_approximate(const std::string& text, bool exact);
+
 }  // namespace pb::report

@@ -1,7 +1,10 @@
 #include "report_model.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <set>
 #include <tuple>
 
@@ -156,16 +159,105 @@ ClaimCheck check_claim(const ResultRow& row, const std::vector<const ResultRow*>
   return check;
 }
 
-std::vector<const ResultRow*> best_phase_rows(const std::vector<const ResultRow*>& rows) {
+namespace {
+
+// The fastest timed row of `rows` for which `wanted` holds, per ladder.
+std::map<std::string, const ResultRow*> fastest_per_ladder(const std::vector<const ResultRow*>& rows,
+                                                           bool (*wanted)(const ResultRow&)) {
   std::map<std::string, const ResultRow*> best;
   for (const ResultRow* row : rows) {
-    if (!is_timed(*row)) continue;
+    if (!is_timed(*row) || !wanted(*row)) continue;
     const ResultRow*& current = best[ladder_name(*row)];
     if (!current || row->median_ms < current->median_ms) current = row;
   }
+  return best;
+}
+
+bool is_exact(const ResultRow& row) { return row.exact; }
+bool is_approximate(const ResultRow& row) { return !row.exact; }
+
+}  // namespace
+
+std::vector<const ResultRow*> best_phase_rows(const std::vector<const ResultRow*>& rows) {
+  const auto exact = fastest_per_ladder(rows, is_exact), approximate = fastest_per_ladder(rows, is_approximate);
+  std::set<std::string> ladders;
+  for (const auto* best : {&exact, &approximate})
+    for (const auto& entry : *best) ladders.insert(entry.first);
   std::vector<const ResultRow*> result;
-  for (const auto& entry : best) result.push_back(entry.second);
+  for (const std::string& ladder : ladders) {
+    const auto e = exact.find(ladder), a = approximate.find(ladder);
+    if (e != exact.end()) result.push_back(e->second);
+    if (a != approximate.end() && (e == exact.end() || a->second->median_ms < e->second->median_ms))
+      result.push_back(a->second);
+  }
   return result;
+}
+
+namespace {
+
+// One entry of a step list: NaN unless the whole entry (blanks aside) is a number.
+double parse_step_value(const std::string& entry) {
+  const char* const begin = entry.c_str();
+  char* parsed_to = nullptr;
+  const double value = std::strtod(begin, &parsed_to);  // reads "nan" and "inf" too
+  const bool whole = parsed_to != begin && std::all_of(static_cast<const char*>(parsed_to), begin + entry.size(),
+                                                        [](char c) { return std::isspace(static_cast<unsigned char>(c)); });
+  return whole ? value : kMissing;
+}
+
+}  // namespace
+
+std::vector<double> parse_step_values(const std::string& cell) {
+  std::vector<double> values;
+  for (size_t start = 0; !cell.empty() && start <= cell.size();) {
+    const size_t end = std::min(cell.find(';', start), cell.size());
+    values.push_back(parse_step_value(cell.substr(start, end - start)));
+    start = end + 1;
+  }
+  return values;
+}
+
+bool has_step_errors(const ResultRow& row) {
+  return (row.status == "OK" || row.status == "FAIL") && !row.step_rel_l2_err.empty();
+}
+
+namespace {
+
+// The better of two candidates for "best": timed beats untimed, then faster, then higher phase.
+bool better_than(const ResultRow* candidate, const ResultRow* current) {
+  if (!current) return true;
+  if (is_timed(*candidate) != is_timed(*current)) return is_timed(*candidate);
+  if (is_timed(*candidate) && candidate->median_ms != current->median_ms) return candidate->median_ms < current->median_ms;
+  return candidate->phase_index > current->phase_index;
+}
+
+// Per ladder: phase 0, the best exact row and the best approximate row (fewer when they coincide).
+std::vector<const ResultRow*> representative_rows(const std::vector<const ResultRow*>& rows) {
+  std::map<std::string, std::array<const ResultRow*, 3>> chosen;  // phase 0, best exact, best approximate
+  for (const ResultRow* row : rows) {
+    auto& [phase0, exact, approximate] = chosen[ladder_name(*row)];
+    if (row->phase_index == 0 && !phase0) phase0 = row;
+    const ResultRow*& best = row->exact ? exact : approximate;
+    if (better_than(row, best)) best = row;
+  }
+  std::vector<const ResultRow*> result;
+  for (const auto& entry : chosen)
+    for (const ResultRow* row : entry.second)
+      if (row && std::find(result.begin(), result.end(), row) == result.end()) result.push_back(row);
+  return result;
+}
+
+}  // namespace
+
+std::vector<const ResultRow*> step_error_rows(const std::vector<const ResultRow*>& rows, size_t max_lines) {
+  std::vector<const ResultRow*> drawable;
+  for (const ResultRow* row : rows)
+    if (has_step_errors(*row)) drawable.push_back(row);
+  std::vector<const ResultRow*> chosen = drawable.size() <= max_lines ? drawable : representative_rows(drawable);
+  std::stable_sort(chosen.begin(), chosen.end(), [](const ResultRow* a, const ResultRow* b) {
+    return std::make_tuple(ladder_name(*a), a->phase_index) < std::make_tuple(ladder_name(*b), b->phase_index);
+  });
+  return chosen;
 }
 
 Colors::Colors(const std::vector<Run>& runs) {

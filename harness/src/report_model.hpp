@@ -63,8 +63,20 @@ struct ClaimCheck {
 };
 ClaimCheck check_claim(const ResultRow& row, const std::vector<const ResultRow*>& workload_rows);
 
-/// Per ladder (backend/device, in name order): its fastest timed row.
+/// Per ladder (backend/device, in name order): its fastest timed exact row, followed by its
+/// fastest approximate row when that one is faster still (or the ladder has no timed exact row),
+/// so that a bf16 win is never presented as an exact one.
 std::vector<const ResultRow*> best_phase_rows(const std::vector<const ResultRow*>& rows);
+
+/// A rollout's "e0;e1;..." cell as numbers: an empty or unreadable entry is NaN (a gap), so the
+/// steps keep their positions. Empty cell: no steps.
+std::vector<double> parse_step_values(const std::string& cell);
+/// OK or FAIL rows with per-step errors: what the "error per rollout step" chart can draw.
+bool has_step_errors(const ResultRow& row);
+/// The rows with step errors to draw in one chart: all of them when at most `max_lines`, else per
+/// ladder its phase 0, its best exact and its best approximate row (timed and fastest, else the
+/// highest phase), in ladder and phase order.
+std::vector<const ResultRow*> step_error_rows(const std::vector<const ResultRow*>& rows, size_t max_lines);
 
 /// A color per backend name, the same in every chart: grey for the reference, then a
 /// color-blind-safe palette in name order of every backend in the runs.

@@ -135,6 +135,14 @@ const ResultRow* find_case(const Rows& rows, const CaseKey& key) {
   return nullptr;
 }
 
+// The ladder and phase cells of a case, the phase badged when any run ran it as approximate.
+void case_cells(Table& table, const CaseKey& key, const std::vector<Rows>& rows_per_run) {
+  bool exact = true;
+  for (const Rows& rows : rows_per_run)
+    if (const ResultRow* row = find_case(rows, key)) exact = exact && row->exact;
+  table.cell(std::get<0>(key)).markup(marked_if_approximate(std::to_string(std::get<1>(key)) + " " + std::get<2>(key), exact));
+}
+
 std::string claims_table(const std::vector<Run>& runs, const std::vector<Rows>& rows_per_run) {
   std::vector<std::string> header{"backend/device", "phase", "claimed gain"};
   for (const Run& run : runs) {
@@ -146,7 +154,8 @@ std::string claims_table(const std::vector<Run>& runs, const std::vector<Rows>& 
     std::string claimed = "-";
     for (const Rows& rows : rows_per_run)
       if (const ResultRow* row = find_case(rows, key); row && claimed == "-") claimed = check_claim(*row, rows).claim_text();
-    table.cell(std::get<0>(key)).cell(std::to_string(std::get<1>(key)) + " " + std::get<2>(key)).cell(claimed, "num");
+    case_cells(table, key, rows_per_run);
+    table.cell(claimed, "num");
     for (const Rows& rows : rows_per_run) {
       const ResultRow* row = find_case(rows, key);
       if (!row || !is_timed(*row)) {
@@ -170,7 +179,7 @@ std::string every_phase_table(const std::vector<Run>& runs, const std::vector<Ro
   }
   Table table(header);
   for (const CaseKey& key : case_keys(rows_per_run, false)) {
-    table.cell(std::get<0>(key)).cell(std::to_string(std::get<1>(key)) + " " + std::get<2>(key));
+    case_cells(table, key, rows_per_run);
     const ResultRow* first = find_case(rows_per_run[0], key);
     for (size_t r = 0; r < runs.size(); ++r) {
       const ResultRow* row = find_case(rows_per_run[r], key);
@@ -188,6 +197,21 @@ std::string every_phase_table(const std::vector<Run>& runs, const std::vector<Ro
   }
   return table.html() +
          (runs.size() > 1 ? paragraph("A time ratio above 1&times; means that run is faster than run A.") : "");
+}
+
+bool any_row(const std::vector<Rows>& rows_per_run, bool (*wanted)(const ResultRow&)) {
+  for (const Rows& rows : rows_per_run)
+    if (std::any_of(rows.begin(), rows.end(), [&](const ResultRow* row) { return wanted(*row); })) return true;
+  return false;
+}
+
+bool is_approximate_row(const ResultRow& row) { return !row.exact; }
+
+std::string step_errors_anchor(const WorkloadKey& key) { return key.anchor() + "-steps"; }
+
+std::string approximate_note() {
+  return paragraph("<span class=\"approx\">approx</span> " + escape(kApproximateMeaning) +
+                   ". Charts draw these phases as rings on dashed lines.");
 }
 
 bool any_optimized_timed(const std::vector<Rows>& rows_per_run) {
@@ -257,17 +281,133 @@ std::string workload_section(const std::vector<Run>& runs, const WorkloadKey& ke
                             (shape.empty() ? "" : " \xC2\xB7 " + escape(shape)) + "</span>";
   std::string body;
   if (const std::string names = phase_names(rows_per_run); !names.empty()) body += paragraph("phases: " + escape(names));
+  const bool approximate = any_row(rows_per_run, is_approximate_row);
+  if (approximate) body += approximate_note();
+  if (any_row(rows_per_run, has_step_errors))
+    body += paragraph("Error after every rollout step: <a href=\"#" + step_errors_anchor(key) + "\">chart</a>.");
   if (any_optimized_timed(rows_per_run)) {
     body += ladder_and_claims(runs, rows_per_run, colors);
     std::vector<Rows> best;
     for (const Rows& rows : rows_per_run) best.push_back(best_phase_rows(rows));
     body += "<h3>Backends at their best phase</h3>\n" + best_phase_chart(runs, best, colors);
+    if (approximate)
+      body += paragraph("Each backend at its fastest exact phase; its fastest approximate phase is shown on a line "
+                        "of its own, and only when it is faster still.");
   } else {
     body += paragraph("No optimized variant of this workload was timed in these runs; only its rows below.");
   }
   body += "<h3>Every phase" + std::string(runs.size() > 1 ? ", runs side by side" : "") + "</h3>\n" +
           every_phase_table(runs, rows_per_run) + samples_details(runs, rows_per_run, colors);
   return section(key.anchor(), title, body);
+}
+
+// ---- error per rollout step ----------------------------------------------------------------------
+
+namespace {
+
+// More lines than this and a chart is a tangle: it then keeps per ladder phase 0, the best exact
+// and the best approximate row (the table below it still has every row).
+constexpr size_t kMaxStepLines = 12;
+
+std::vector<std::string> step_outputs(const std::vector<Rows>& rows_per_run) {
+  std::set<std::string> outputs;
+  for (const Rows& rows : rows_per_run)
+    for (const ResultRow* row : rows)
+      if (has_step_errors(*row) && !row->step_output.empty()) outputs.insert(row->step_output);
+  return {outputs.begin(), outputs.end()};
+}
+
+// What the log axis could not show: zero errors (step 0 starts from the exact initial state) and
+// missing or non-finite ones.
+std::string undrawn_note(const Rows& drawn) {
+  int zero_first = 0, other_gaps = 0;
+  for (const ResultRow* row : drawn) {
+    const std::vector<double> errors = parse_step_values(row->step_rel_l2_err);
+    for (size_t t = 0; t < errors.size(); ++t) {
+      if (errors[t] > 0 && std::isfinite(errors[t])) continue;
+      (t == 0 && errors[t] == 0 ? zero_first : other_gaps) += 1;
+    }
+  }
+  std::string note;
+  if (zero_first > 0)
+    note += "Step 0 has zero error in " + std::to_string(zero_first) + " of " + std::to_string(drawn.size()) +
+            " lines (the rollout starts from the exact initial state): zero has no place on a log axis, so it is "
+            "left out. ";
+  if (other_gaps > 0)
+    note += std::to_string(other_gaps) + " other step error(s) are zero, missing or not finite: gaps in their lines. ";
+  return note;
+}
+
+std::string step_chart_figure(const Run& run, const Rows& rows, const Colors& colors, Range y_range) {
+  const Rows drawn = step_error_rows(rows, kMaxStepLines);
+  if (drawn.empty()) return paragraph(escape(run.caption()) + ": no rollout row of this run has step errors.");
+  const auto drawable = std::count_if(rows.begin(), rows.end(), [](const ResultRow* row) { return has_step_errors(*row); });
+  std::string notes = undrawn_note(drawn);
+  if (static_cast<std::ptrdiff_t>(drawn.size()) < drawable)
+    notes += "Showing " + std::to_string(drawn.size()) + " of " + std::to_string(drawable) +
+             " rows: per backend phase 0, the best exact and the best approximate phase; the table below has every row.";
+  return figure(run.caption(), step_error_chart(drawn, colors, y_range, 1150, "error per rollout step, run " + run.letter)) +
+         (notes.empty() ? "" : paragraph(escape(notes)));
+}
+
+// Every row's error at every step; a step above the row's budget is highlighted.
+std::string step_errors_table(const std::vector<Run>& runs, const std::vector<Rows>& rows_per_run) {
+  size_t steps = 0;
+  for (const Rows& rows : rows_per_run)
+    for (const ResultRow* row : rows) steps = std::max(steps, parse_step_values(row->step_rel_l2_err).size());
+  std::vector<std::string> header{"run", "backend/device", "phase", "status", "output"};
+  for (size_t t = 0; t < steps; ++t) header.push_back("step " + std::to_string(t));
+  Table table(header);
+  for (size_t r = 0; r < runs.size(); ++r)
+    for (const ResultRow* row : rows_per_run[r]) {
+      if (!has_step_errors(*row)) continue;
+      table.cell(runs[r].letter).cell(ladder_name(*row))
+          .markup(marked_if_approximate(std::to_string(row->phase_index) + " " + row->phase, row->exact))
+          .markup(status_badge(row->status)).cell(row->step_output);
+      const std::vector<double> errors = parse_step_values(row->step_rel_l2_err), budget = parse_step_values(row->step_budget);
+      for (size_t t = 0; t < steps; ++t) {
+        const double error = t < errors.size() ? errors[t] : kMissing;
+        const bool over_budget = t < budget.size() && !(error <= budget[t]) && !std::isnan(budget[t]);
+        table.cell(format_number(error), over_budget ? "num differs" : "num");
+      }
+      table.end_row();
+    }
+  return "<details><summary>Error per step of every row</summary>" + table.html() +
+         paragraph("Highlighted: above the row&rsquo;s budget for that step (or not a number).") + "</details>\n";
+}
+
+std::string workload_step_errors(const std::vector<Run>& runs, const WorkloadKey& key, const Colors& colors) {
+  std::vector<Rows> rows_per_run, drawn_per_run;
+  for (const Run& run : runs) {
+    rows_per_run.push_back(rows_of(run, key));
+    drawn_per_run.push_back(step_error_rows(rows_per_run.back(), kMaxStepLines));
+  }
+  const Range y_range = step_error_range(drawn_per_run);  // shared, so runs compare at a glance
+  std::string outputs;
+  for (const std::string& output : step_outputs(rows_per_run)) outputs += (outputs.empty() ? "" : ", ") + output;
+  std::string html = "<h3 id=\"" + step_errors_anchor(key) + "\"><a href=\"#" + key.anchor() + "\">" +
+                     escape(key.name()) + "</a> <span class=\"sub\">" + escape(key.size) + "</span></h3>\n" +
+                     paragraph("Output: " + escape(outputs.empty() ? "-" : outputs) + ".");
+  for (size_t r = 0; r < runs.size(); ++r) html += step_chart_figure(runs[r], rows_per_run[r], colors, y_range);
+  return html + step_errors_table(runs, rows_per_run);
+}
+
+}  // namespace
+
+std::string step_errors_section(const std::vector<Run>& runs, const Colors& colors) {
+  std::string body;
+  for (const WorkloadKey& key : workloads(runs)) {
+    bool has_steps = false;
+    for (const Run& run : runs)
+      for (const ResultRow* row : rows_of(run, key)) has_steps = has_steps || has_step_errors(*row);
+    if (has_steps) body += workload_step_errors(runs, key, colors);
+  }
+  if (body.empty()) return "";
+  const std::string intro = paragraph(
+      "Relative L2 error of each rollout step against the exact fp64 reference (log scale). Solid: exact phases "
+      "(thin: phase 0); dashed: approximate phases (" + escape(kApproximateMeaning) + "), with their per-step "
+      "budget dotted in the same color. Errors grow with the step: a rollout feeds each step's error into the next.");
+  return section(kStepErrorsId, "Error per rollout step", intro + body);
 }
 
 // ---- roofline ------------------------------------------------------------------------------------
@@ -305,7 +445,8 @@ std::string problems_section(const std::vector<Run>& runs) {
     for (const Run& run : runs)
       for (const ResultRow& row : run.data.rows) {
         if (row.status == "OK" || is_failure(row.status) != static_cast<bool>(failures_first)) continue;
-        table.cell(run.letter).markup(status_badge(row.status)).cell(compare::row_name(row)).cell(row.reason, "wrap")
+        table.cell(run.letter).markup(status_badge(row.status)).markup(marked_if_approximate(compare::row_name(row), row.exact))
+            .cell(row.reason, "wrap")
             .cell(format_number(row.rel_l2_err), "num").cell(format_number(row.tolerance), "num").cell(row.worst_output);
         table.end_row();
       }
@@ -392,7 +533,7 @@ std::string all_rows_section(const std::vector<Run>& runs) {
     Table table({"case", "status", "median", "95% CI", "vs prev", "vs phase 0", "vs reference", "claimed", "syncs",
                  "ops", "bytes alloc.", "GB/s", "GFLOP/s", "roofline %", "threads", "rel. L2 error", "tolerance"});
     for (const ResultRow& row : run.data.rows) {
-      table.cell(compare::row_name(row)).markup(status_badge(row.status)).cell(format_ms(row.median_ms), "num")
+      table.markup(marked_if_approximate(compare::row_name(row), row.exact)).markup(status_badge(row.status)).cell(format_ms(row.median_ms), "num")
           .cell(format_interval(row.ci_low_ms, row.ci_high_ms, format_ms), "num").cell(format_ratio(row.speedup_vs_prev), "num")
           .cell(format_ratio(row.speedup_vs_phase0), "num").cell(format_ratio(row.speedup_vs_reference), "num")
           .cell(std::isnan(row.claimed_min) ? "-" : format_number(row.claimed_min) + "\xE2\x80\x93" + format_ratio(row.claimed_max), "num")

@@ -12,6 +12,11 @@ namespace pb::report {
 std::string runs_section(const std::vector<Run>& runs);
 /// One workload: ladder charts, claims, best phases, every phase side by side, every repetition.
 std::string workload_section(const std::vector<Run>& runs, const WorkloadKey& key, const Colors& colors);
+/// The id of the "error per rollout step" section.
+constexpr const char* kStepErrorsId = "step-errors";
+/// Per rollout workload (rows with step_rel_l2_err): the relative L2 error after every step, a
+/// chart per run and a table of every row. Empty when no row has step errors.
+std::string step_errors_section(const std::vector<Run>& runs, const Colors& colors);
 /// Every run's roofline chart and ceilings.
 std::string roofline_section(const std::vector<Run>& runs, const Colors& colors);
 /// FAIL, MISTRUSTED, ERROR, SKIPPED and UNSUPPORTED rows with their reasons.

@@ -99,12 +99,11 @@ void Canvas::point(double x, double y, const std::string& fill, const std::strin
            attribute("fill", fill) + ">" + title_element(tooltip) + "</circle>";
 }
 
-void Canvas::polyline(const std::vector<Point>& points, const std::string& stroke, bool dashed) {
+void Canvas::polyline(const std::vector<Point>& points, const std::string& stroke, const std::string& css_class) {
   if (points.size() < 2) return;
   std::string coordinates;
   for (const Point& p : points) coordinates += (coordinates.empty() ? "" : " ") + px(p.first) + "," + px(p.second);
-  body_ += "<polyline class=\"series" + std::string(dashed ? " dashed" : "") + "\" points=\"" + coordinates + "\"" +
-           attribute("stroke", stroke) + "/>";
+  body_ += "<polyline" + attribute("class", css_class) + " points=\"" + coordinates + "\"" + attribute("stroke", stroke) + "/>";
 }
 
 void Canvas::error_bar(double x1, double y1, double x2, double y2, const std::string& stroke) {

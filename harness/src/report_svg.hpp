@@ -40,7 +40,8 @@ class Canvas {
   /// for single repetitions.
   void point(double x, double y, const std::string& fill, const std::string& tooltip, double radius = 4.5,
              const std::string& css_class = "point");
-  void polyline(const std::vector<Point>& points, const std::string& stroke, bool dashed = false);
+  /// A line through `points` (none when fewer than two); css_class "series", "series dashed", ...
+  void polyline(const std::vector<Point>& points, const std::string& stroke, const std::string& css_class = "series");
   /// A vertical (or horizontal) interval with end caps, e.g. a confidence interval.
   void error_bar(double x1, double y1, double x2, double y2, const std::string& stroke);
   void text(double x, double y, const std::string& text, const std::string& css_class = "",

@@ -123,6 +123,9 @@ const auto& result_fields() {
       field("speedup_vs_reference_ci_high", &R::speedup_vs_reference_ci_high, false),
       field("iterations_per_rep", &R::iterations_per_rep, false),
       field("schema", &R::schema, false),
+      field("step_output", &R::step_output, false),
+      field("step_rel_l2_err", &R::step_rel_l2_err, false),
+      field("step_budget", &R::step_budget, false),
   };
   return fields;
 }

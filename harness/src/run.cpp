@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iostream>
 #include <map>
+#include <sstream>
 
 #include "case_runner.hpp"
 #include "phasebench/stats.hpp"
@@ -89,6 +90,28 @@ void prepare_all(std::vector<LiveCase>& cases, const RunOptions& options, Progre
   }
 }
 
+// "0.1;2.5e-07": numbers at full enough precision to plot, in one CSV cell.
+std::string join_numbers(const std::vector<double>& values) {
+  std::ostringstream text;
+  text.precision(4);
+  for (size_t i = 0; i < values.size(); ++i) text << (i ? ";" : "") << values[i];
+  return text.str();
+}
+
+// The per-step errors of the first rollout output, against the exact reference when it has such
+// a check (what an approximation costs), else against what its phase is checked with.
+void add_step_errors(ResultRow& row, const CheckResult& check) {
+  const OutputError* chosen = nullptr;
+  for (const OutputError& error : check.outputs) {
+    if (error.step_errors.empty()) continue;
+    if (!chosen || (chosen->reference != chosen->name && error.reference == error.name)) chosen = &error;
+  }
+  if (!chosen) return;
+  row.step_output = chosen->name + (chosen->reference == chosen->name ? "" : " vs " + chosen->reference);
+  row.step_rel_l2_err = join_numbers(chosen->step_errors);
+  row.step_budget = join_numbers(chosen->step_budget);
+}
+
 ResultRow base_row(const LiveCase& live, const RunOptions& options) {
   const Case& c = live.spec;
   ResultRow row;
@@ -115,6 +138,7 @@ ResultRow base_row(const LiveCase& live, const RunOptions& options) {
     row.max_abs_err = live.check.worst.max_abs_err;
     row.tolerance = live.check.worst.tolerance;
     row.worst_output = live.check.worst.name;
+    add_step_errors(row, live.check);
   }
   if (live.counted) {
     row.host_syncs_per_iter = static_cast<double>(live.counts.host_syncs);

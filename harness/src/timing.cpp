@@ -113,6 +113,12 @@ Timings time_cases(std::vector<LiveCase>& cases, const TimingPlan& plan,
 
   std::ostringstream json;
   CollectingReporter reporter(json);
+  if (registered.empty()) {
+    // Nothing to time (every case skipped, or an empty shard): Google Benchmark would write no
+    // JSON at all, and benchmark.json must still parse.
+    timings.benchmark_json = "{\n  \"context\": {},\n  \"benchmarks\": []\n}\n";
+    return timings;
+  }
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::ClearRegisteredBenchmarks();
   timings.benchmark_json = json.str();

@@ -18,12 +18,36 @@ bool fits(const Workload& workload, SizeClass size) {
   return workload.memory_bytes(size) < total / 4;
 }
 
-std::string describe(const detail::LiveCase& live) {
+std::string short_number(double value) {
   std::ostringstream text;
   text.precision(3);
+  text << value;
+  return text.str();
+}
+
+// "rel_l2_err 3e-07 (tolerance 1e-05, output s)"; rollouts add where the error ended up, against
+// that step's budget.
+std::string describe_output(const OutputError& error) {
+  std::ostringstream text;
+  text.precision(3);
+  text << "rel_l2_err " << error.rel_l2_err << " (tolerance " << error.tolerance << ", output " << error.name;
+  if (error.reference != error.name) text << " vs " << error.reference;
+  text << ")";
+  if (!error.step_errors.empty())
+    text << ", last step " << error.step_errors.back()
+         << (error.step_budget.empty() ? "" : " (budget " + short_number(error.step_budget.back()) + ")");
+  return text.str();
+}
+
+std::string describe(const detail::LiveCase& live) {
+  std::ostringstream text;
+  // The worst output; when one output is checked against two references (an approximate phase's
+  // own model and the exact one), both checks.
+  std::vector<const OutputError*> shown{&live.check.worst};
+  for (const OutputError& error : live.check.outputs)
+    if (error.name == live.check.worst.name && error.reference != live.check.worst.reference) shown.push_back(&error);
   if (!live.check.outputs.empty())
-    text << "rel_l2_err " << live.check.worst.rel_l2_err << " (tolerance "
-         << live.check.worst.tolerance << ", output " << live.check.worst.name << ")";
+    for (size_t i = 0; i < shown.size(); ++i) text << (i ? "; " : "") << describe_output(*shown[i]);
   if (!live.reason.empty()) text << (text.tellp() > 0 ? ": " : "") << live.reason;
   return text.str();
 }

@@ -35,16 +35,11 @@ class TrainStepTorch final : public pb::Variant {
   void setup(const pb::ArrayMap& in) override {
     dims_ = t2::window_dims_of(in);
     const torch::Device device = tb::device_for(device_);
-    inputs_ = {tb::to_tensor(pb::require(in, "O"), device),
-               tb::to_tensor(pb::require(in, "bank_coord"), device),
-               tb::to_tensor(pb::require(in, "bank_state"), device),
-               tb::to_tensor(pb::require(in, "g"), device),
-               tb::to_tensor(pb::require(in, "theta"), device),
-               tb::to_tensor(pb::require(in, "F0"), device)};
+    inputs_ = t2tb::upload_window_inputs(in, device);
     target_ = tb::to_tensor(pb::require(in, "target"), device);
     setup_memory_update(static_cast<int64_t>(pb::require(in, "bank_pointer").values.at(0)), device);
 
-    const bool graph = phase_ >= t2tb::kGraphCapture && device_ == "cuda";
+    const bool graph = t2tb::replays_graph(phase_, device_);
     static_inputs_ = graph ? t2tb::clone_inputs(inputs_) : inputs_;
     static_target_ = graph ? target_.clone() : target_;
     engine_ = std::make_unique<t2tb::WindowEngine>(phase_, dims_, device);

@@ -220,6 +220,17 @@ torch::Tensor metric_update(const torch::Tensor& u, const torch::Tensor& theta,
 
 // ---- window inputs and outputs ------------------------------------------------------------------
 
+WindowInputs upload_window_inputs(const ArrayMap& in, const torch::Device& device) {
+  return {to_tensor(require(in, "O"), device),
+          to_tensor(require(in, "bank_coord"), device),
+          to_tensor(require(in, "bank_state"), device),
+          to_tensor(require(in, "g"), device),
+          to_tensor(require(in, "theta"), device),
+          to_tensor(require(in, "F0"), device)};
+}
+
+bool replays_graph(int phase, const std::string& device) { return phase >= kGraphCapture && device == "cuda"; }
+
 WindowInputs clone_inputs(const WindowInputs& in) {
   return {in.O.clone(), in.bank_coord.clone(), in.bank_state.clone(), in.g.clone(), in.theta.clone(),
           in.F0.clone()};

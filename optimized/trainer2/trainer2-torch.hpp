@@ -137,6 +137,11 @@ struct WindowInputs {
   torch::Tensor F0;                                   // [Nx,Ny,D,D,2]
 };
 
+/// The window's input arrays (named as make_window_inputs names them) as tensors on `device`.
+WindowInputs upload_window_inputs(const ArrayMap& in, const torch::Device& device);
+/// Whether the variant replays a CUDA graph (phase 7 on a CUDA device), so that the engine must
+/// read static copies of the inputs.
+bool replays_graph(int phase, const std::string& device);
 /// A deep copy of `inputs` (the static buffers a CUDA graph reads).
 WindowInputs clone_inputs(const WindowInputs& inputs);
 /// Copies every tensor of `from` into the same-shaped tensor of `to`.

@@ -29,13 +29,8 @@ class WindowTorch final : public pb::Variant {
   void setup(const pb::ArrayMap& in) override {
     dims_ = t2::window_dims_of(in);
     const torch::Device device = tb::device_for(device_);
-    inputs_ = {tb::to_tensor(pb::require(in, "O"), device),
-               tb::to_tensor(pb::require(in, "bank_coord"), device),
-               tb::to_tensor(pb::require(in, "bank_state"), device),
-               tb::to_tensor(pb::require(in, "g"), device),
-               tb::to_tensor(pb::require(in, "theta"), device),
-               tb::to_tensor(pb::require(in, "F0"), device)};
-    const bool graph = phase_ >= t2tb::kGraphCapture && device_ == "cuda";
+    inputs_ = t2tb::upload_window_inputs(in, device);
+    const bool graph = t2tb::replays_graph(phase_, device_);
     static_inputs_ = graph ? t2tb::clone_inputs(inputs_) : inputs_;
     engine_ = std::make_unique<t2tb::WindowEngine>(phase_, dims_, device);
     engine_->setup(static_inputs_);

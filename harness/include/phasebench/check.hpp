@@ -26,6 +26,10 @@ struct OutputError {
   double max_abs_err = 0;
   double tolerance = 0;
   bool within_tolerance = false;
+  std::string reference;             // the reference array compared with
+  std::vector<double> step_errors;   // per step of the leading axis, when the spec asks for it
+  std::vector<double> step_budget;   // the spec's per-step budget (empty: none)
+  int first_step_over_budget = -1;   // -1 when every step is within its budget
 };
 
 struct CheckResult {
@@ -41,5 +45,8 @@ CheckResult check_outputs(const ArrayMap& produced, const ArrayMap& reference,
 
 /// Relative L2 error; with an all-zero reference it falls back to the absolute L2 norm.
 double relative_l2_error(const std::vector<double>& produced, const std::vector<double>& reference);
+
+/// Relative L2 error of each slice along the leading axis (each step of a trajectory).
+std::vector<double> step_errors(const HostArray& produced, const HostArray& reference);
 
 }  // namespace pb

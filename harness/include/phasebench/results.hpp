@@ -37,6 +37,9 @@ struct ResultRow {
   double speedup_vs_reference_ci_low = kMissing, speedup_vs_reference_ci_high = kMissing;
   int64_t iterations_per_rep = 0;
   int schema = kResultsSchemaVersion;
+  // Rollouts: the per-step relative L2 error of one output against the exact fp64 reference, and
+  // the per-step budget an approximate phase declares, as "e0;e1;..." (empty when not a rollout).
+  std::string step_output, step_rel_l2_err, step_budget;
 };
 
 struct SampleRow {

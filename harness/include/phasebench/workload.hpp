@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "phasebench/arrays.hpp"
@@ -35,9 +36,24 @@ struct PhaseInfo {
 
 /// One output and the tolerance its check uses (relative L2 error against the fp64 oracle).
 struct OutputSpec {
+  OutputSpec() = default;
+  OutputSpec(std::string output, double rel_l2_tolerance, std::string reason)
+      : name(std::move(output)), tolerance(rel_l2_tolerance), tolerance_reason(std::move(reason)) {}
+
   std::string name;
   double tolerance = 1e-5;
   std::string tolerance_reason;  // one line: why this tolerance holds up
+  // The reference array to compare with, when not the one named `name`: an approximate phase that
+  // changes the model (GroupNorm for InstanceNorm) is checked against the fp64 evaluation of its
+  // own model as well as against the exact one.
+  std::string reference;
+  // For outputs whose leading axis is a step of a rollout: the error is also measured step by step,
+  // and with a budget, step t must stay within step_budget[t] (errors grow with t). An empty
+  // budget with per_step set reports the per-step errors without checking them.
+  bool per_step = false;
+  std::vector<double> step_budget;
+
+  const std::string& reference_name() const { return reference.empty() ? name : reference; }
 };
 
 /// Declared work of one iteration (never measured): for GB/s and GFLOP/s.
@@ -63,13 +79,17 @@ class Workload {
   virtual ArrayMap reference_fp64(const ArrayMap& inputs) const = 0;
   /// The outputs every variant must produce, each with its tolerance and the reason for it.
   virtual std::vector<OutputSpec> outputs() const = 0;
+  /// The checks of one phase at one size: outputs() unless a phase is approximate and declares an
+  /// error budget instead.
+  virtual std::vector<OutputSpec> outputs_for(int /*phase*/, SizeClass /*size*/) const { return outputs(); }
   /// The phase catalog, in index order. Backends implement a subset of these phases.
   virtual std::vector<PhaseInfo> phases() const = 0;
   virtual WorkEstimate work(SizeClass size) const = 0;
   /// Memory an fp64 check of this size needs, in bytes (for "sizes that fit").
   virtual double memory_bytes(SizeClass size) const = 0;
-  /// The claim for the whole ladder (phase 0 to the last phase), as a time ratio range, with the
-  /// seed's words for it; NaN when the seed claims nothing for the workload as a whole.
+  /// The claim for the whole ladder, as a time ratio range, with the seed's words for it; NaN when
+  /// the seed claims nothing for the workload as a whole. Its `index`, when not 0, is the last
+  /// phase the claim covers (phases beyond the seed's are then not held to it).
   virtual PhaseInfo cumulative_claim() const { return {}; }
 
   std::optional<PhaseInfo> find_phase(int index) const;

@@ -1,0 +1,120 @@
+#pragma once
+// spinlock/cnn_rollout_<policy>: what every variant of the suite shares: the size table, the
+// policy of each workload, the input names, and the meaning of each phase of seed 003's ladder.
+// Math: reference/spinlock/cnn_rollout.hpp. Definition: suites/spinlock/cnn_rollout.cpp.
+
+#include <stdexcept>
+#include <string>
+
+#include "phasebench/variant.hpp"
+#include "phasebench/workload.hpp"
+#include "reference/spinlock/cnn_rollout.hpp"
+
+namespace pb::suites::spinlock {
+
+namespace ref = pb::reference::spinlock;
+
+// Input names: the initial field, then per ConvBlock i its weights, and the 1x1 head.
+inline const std::string kInitialField = "x0";  // [3, H, W]
+inline std::string block_input(int block, const std::string& what) {  // weight | gamma | beta
+  return "block" + std::to_string(block) + "." + what;
+}
+inline const std::string kHeadWeight = "head.weight";  // [3, channels of the last block]
+inline const std::string kHeadBias = "head.bias";      // [3]
+
+// Output: the trajectory [T, M, 3, H, W]. The reference also holds the fp64 trajectory of the
+// approximate model of phases 3-5 (GroupNorm, tanh-GELU), which those phases are checked against.
+inline const std::string kTrajectory = "trajectory";
+inline const std::string kApproximateModelTrajectory = "trajectory.approximate_model";
+
+// The phase ladder (catalog with claims in cnn_rollout.cpp).
+enum Phase : int {
+  kEager = 0,           // the unoptimized port: op by op, fresh tensors, one realization per call
+  kCompileFusion = 1,   // conv -> norm -> GELU fused (exact)
+  kMixedPrecision = 2,  // + bf16 compute (approximate)
+  kOperatorOpts = 3,    // + GroupNorm(8), tanh-GELU, ping-pong buffers (approximate: a model change)
+  kBatching = 4,        // + all M realizations in one call
+  kProfileGuided = 5,   // + what profiling this backend showed (layouts, primitive reuse)
+  kExactFast = 6,       // beyond the seed: every exact optimization (1, ping-pong, 4, 5) in fp32
+};
+
+inline bool computes_in_bf16(int phase) { return phase >= kMixedPrecision && phase <= kProfileGuided; }
+inline bool batches_realizations(int phase) { return phase >= kBatching; }
+inline ref::ModelOptions model_of_phase(int phase) {
+  const bool changed = phase >= kOperatorOpts && phase <= kProfileGuided;
+  return {changed, changed};
+}
+
+inline ref::Architecture architecture(SizeClass size) {
+  switch (size) {  // H, W, M, T, num_layers, c0, k
+    case SizeClass::Small: return {9, 7, 2, 3, 2, 4, 3};
+    case SizeClass::Default: return {64, 64, 3, 16, 3, 16, 3};
+    case SizeClass::Large: return {128, 128, 3, 64, 3, 32, 3};
+  }
+  throw std::invalid_argument("unknown spinlock size");
+}
+
+inline std::string policy_name(ref::Policy policy) {
+  switch (policy) {
+    case ref::Policy::Autoregressive: return "autoregressive";
+    case ref::Policy::Residual: return "residual";
+    case ref::Policy::Convex: return "convex";
+  }
+  return "?";
+}
+
+/// How much the policy's map amplifies an existing error per step, as the error budgets assume
+/// it (cnn_rollout.cpp). Declared with margin over the growth of a perturbation of x0 through the
+/// fp64 reference at the default size, steps 4-7 (autoregressive 1.65, convex 1.37, residual 1.00
+/// at seed 3); tests/spinlock_test.cpp measures it again.
+inline double error_growth(ref::Policy policy) {
+  switch (policy) {
+    case ref::Policy::Autoregressive: return 1.8;
+    case ref::Policy::Convex: return 1.45;
+    case ref::Policy::Residual: return 1.02;
+  }
+  return 2.0;
+}
+
+/// The policy of a workload named "cnn_rollout_<policy>".
+inline ref::Policy policy_of(const Workload& workload) {
+  for (ref::Policy policy : {ref::Policy::Autoregressive, ref::Policy::Residual, ref::Policy::Convex})
+    if (workload.name() == "cnn_rollout_" + policy_name(policy)) return policy;
+  throw std::invalid_argument("not a spinlock rollout workload: " + workload.full_name());
+}
+
+/// Every phase of the ladder, for backends that register all of them (a phase they cannot do
+/// says why in support()).
+inline const std::vector<int> kAllPhases{kEager, kCompileFusion, kMixedPrecision, kOperatorOpts,
+                                         kBatching, kProfileGuided, kExactFast};
+
+/// Registers one backend's ladder for the three rollout workloads: the policy is read from the
+/// workload at construction (policy_of), so one factory serves all three.
+struct RolloutRegistration {
+  RolloutRegistration(const std::string& backend, const std::vector<int>& phases, const VariantFactory& make,
+                      const char* source_file = __builtin_FILE()) {
+    for (ref::Policy policy : {ref::Policy::Autoregressive, ref::Policy::Residual, ref::Policy::Convex})
+      VariantRegistration{"spinlock/cnn_rollout_" + policy_name(policy), backend, phases, make, source_file};
+  }
+};
+
+/// The operator's weights from the inputs, as Scalar.
+template <typename Scalar>
+ref::OperatorWeights<Scalar> load_weights(const ArrayMap& inputs, const ref::Architecture& arch) {
+  const auto as = [](const HostArray& array) { return std::vector<Scalar>(array.values.begin(), array.values.end()); };
+  ref::OperatorWeights<Scalar> weights;
+  weights.kernel = arch.kernel;
+  int in_channels = ref::kFieldChannels;
+  const std::vector<int> channels = arch.block_channels();
+  for (size_t b = 0; b < channels.size(); ++b) {
+    const int i = static_cast<int>(b);
+    weights.blocks.push_back({in_channels, channels[b], as(require(inputs, block_input(i, "weight"))),
+                              as(require(inputs, block_input(i, "gamma"))), as(require(inputs, block_input(i, "beta")))});
+    in_channels = channels[b];
+  }
+  weights.head_weight = as(require(inputs, kHeadWeight));
+  weights.head_bias = as(require(inputs, kHeadBias));
+  return weights;
+}
+
+}  // namespace pb::suites::spinlock
