@@ -153,6 +153,12 @@ TEST(Run, NothingToTimeStillWritesValidBenchmarkJson) {
   fs::remove_all(out);
 }
 
+// Runs tests/python/<script> on a dump directory (stdout and stderr together).
+testing::ProcessResult run_dump_check(const std::string& script, const fs::path& dump) {
+  return testing::run_command(std::string("/usr/bin/python3 ") + PHASEBENCH_TESTS_DIR + "/python/" + script +
+                              " " + dump.string() + " 2>&1");
+}
+
 TEST(Dump, NumpyLoadsItAndAnIndependentImplementationAgrees) {
   const fs::path out = fresh_temp_path("dump");
   const auto dumped = run_phasebench("dump --workload trainer2/lior_step --size small --seed 9 --out " + out.string());
@@ -161,16 +167,33 @@ TEST(Dump, NumpyLoadsItAndAnIndependentImplementationAgrees) {
   EXPECT_EQ(manifest["workload"], "trainer2/lior_step");
   EXPECT_EQ(manifest["seed"], 9);
   EXPECT_EQ(manifest["arrays"].size(), 8u);  // v, R, g + five outputs
-  const std::string command = std::string("/usr/bin/python3 ") + PHASEBENCH_TESTS_DIR +
-                              "/python/check_lior_step_dump.py " + out.string() + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string output;
-  char buffer[1024];
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
-  EXPECT_EQ(pclose(pipe), 0) << output;
-  EXPECT_NE(output.find("agree"), std::string::npos) << output;
+  const auto checked = run_dump_check("check_lior_step_dump.py", out);
+  EXPECT_EQ(checked.exit_code, 0) << checked.output;
+  EXPECT_NE(checked.output.find("agree"), std::string::npos) << checked.output;
   fs::remove_all(out);
+}
+
+// Issue 3: the window outputs (lior, R, spd, act, vbar, path, F, P) and the train_step outputs
+// (both windows, g, theta, memory bank, pointer) agree with an independent numpy implementation
+// of the original code (tests/python/check_trainer2_dump.py) fed from the dump.
+TEST(Dump, Trainer2WindowAndTrainStepAgreeWithNumpy) {
+  const struct {
+    const char* workload;
+    size_t arrays;
+  } cases[] = {{"trainer2/window", 7u + 8u},        // O, bank x2, F0, g, theta, steps + 8 outputs
+               {"trainer2/train_step", 9u + 21u}};  // + target, bank_pointer; 2x8 + g, theta, bank x2, pointer
+  for (const auto& c : cases) {
+    const fs::path out = fresh_temp_path("dump-trainer2");
+    const auto dumped = run_phasebench(std::string("dump --workload ") + c.workload + " --size small --seed 4 --out " + out.string());
+    ASSERT_EQ(dumped.exit_code, 0) << c.workload << ": " << dumped.output;
+    const nlohmann::json manifest = read_json(out / "manifest.json");
+    EXPECT_EQ(manifest["workload"], c.workload);
+    EXPECT_EQ(manifest["arrays"].size(), c.arrays) << c.workload;
+    const auto checked = run_dump_check("check_trainer2_dump.py", out);
+    EXPECT_EQ(checked.exit_code, 0) << c.workload << ": " << checked.output;
+    EXPECT_NE(checked.output.find("agree"), std::string::npos) << c.workload << ": " << checked.output;
+    fs::remove_all(out);
+  }
 }
 
 }  // namespace

@@ -26,24 +26,15 @@ const ref::Policy kPolicies[] = {ref::Policy::Autoregressive, ref::Policy::Resid
 
 std::string workload_name(ref::Policy policy) { return "spinlock/cnn_rollout_" + sp::policy_name(policy); }
 
-std::string run_command(const std::string& command) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return "popen failed";
-  std::string output;
-  char buffer[1024];
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
-  const int status = pclose(pipe);
-  return status == 0 ? output : "exit " + std::to_string(status) + ": " + output;
-}
-
 TEST(SpinlockDump, AnIndependentNumpyOperatorAgreesForEveryPolicy) {
   for (ref::Policy policy : kPolicies) {
     const fs::path out = fresh_temp_path("spinlock-dump");
     const auto dumped = run_phasebench("dump --workload " + workload_name(policy) + " --size small --seed 5 --out " + out.string());
     ASSERT_EQ(dumped.exit_code, 0) << dumped.output;
-    const std::string output = run_command(std::string("/usr/bin/python3 ") + PHASEBENCH_TESTS_DIR +
-                                           "/python/check_cnn_rollout_dump.py " + out.string());
-    EXPECT_NE(output.find("agree"), std::string::npos) << sp::policy_name(policy) << ": " << output;
+    const auto checked = testing::run_command(std::string("/usr/bin/python3 ") + PHASEBENCH_TESTS_DIR +
+                                              "/python/check_cnn_rollout_dump.py " + out.string() + " 2>&1");
+    EXPECT_EQ(checked.exit_code, 0) << sp::policy_name(policy) << ": " << checked.output;
+    EXPECT_NE(checked.output.find("agree"), std::string::npos) << sp::policy_name(policy) << ": " << checked.output;
     fs::remove_all(out);
   }
 }
