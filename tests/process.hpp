@@ -30,6 +30,12 @@ inline ProcessResult run_phasebench(const std::string& arguments, const std::str
   return run_command(environment + " " + PHASEBENCH_EXECUTABLE + " " + arguments + " 2>&1");
 }
 
+/// Whether this build has the backend (configure turns backends on and off): tests of behaviour
+/// that needs one skip without it rather than fail.
+inline bool backend_built(const std::string& backend) {
+  return run_phasebench("list --backend " + backend).exit_code == 0;
+}
+
 /// A fresh, not yet existing path under the temp directory.
 inline std::filesystem::path fresh_temp_path(const std::string& name) {
   static int counter = 0;

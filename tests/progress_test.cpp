@@ -101,6 +101,7 @@ std::string run_under_terminal(const std::string& arguments) {
 
 TEST(ProgressRun, ATerminalGetsTheStatusLineAPipeOnlyPlainLines) {
   if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "script(1) (util-linux) is not installed";
+  if (!testing::backend_built("kokkos")) GTEST_SKIP() << "needs the Kokkos backend";
   const auto out_tty = testing::fresh_temp_path("progress-tty"), out_pipe = testing::fresh_temp_path("progress-pipe");
   const std::string arguments = "run --quick --size small --filter trainer2/lior_step/kokkos --out ";
   const std::string on_terminal = run_under_terminal(arguments + out_tty.string());

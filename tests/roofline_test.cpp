@@ -78,6 +78,7 @@ std::string quick_run(const fs::path& out, const fs::path& cache, const std::str
 
 // A cache file with made-up ceilings: every row must then be measured against exactly them.
 TEST(RooflineRun, EveryTimedRowIsMeasuredAgainstTheCachedCeilings) {
+  if (!testing::backend_built("kokkos")) GTEST_SKIP() << "needs the Kokkos backend (rows besides the reference)";
   const fs::path cache = fresh_temp_path("roofline-cache");
   fs::create_directories(cache);
   const std::string method = [&] {  // the method the executable will look for (oneDNN or kernel)
