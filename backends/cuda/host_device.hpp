@@ -10,3 +10,16 @@
 #define PB_HOST_DEVICE
 #endif
 #endif
+
+#include <cstdint>
+
+namespace pb::cuda_backend {
+
+/// A kernel body that fills an array with one value (poison_outputs: NaN), one index per thread.
+struct Fill {
+  float* data;
+  float value;
+  PB_HOST_DEVICE void operator()(int64_t i) const { data[i] = value; }
+};
+
+}  // namespace pb::cuda_backend

@@ -17,9 +17,13 @@ const char* to_string(Status status) {
   return "?";
 }
 
-double relative_l2_error(const std::vector<double>& produced, const std::vector<double>& reference) {
+namespace {
+
+// ||produced - reference|| / ||reference|| over `count` values; the absolute norm when the
+// reference is all zeros.
+double range_relative_l2_error(const double* produced, const double* reference, size_t count) {
   double diff_sq = 0, ref_sq = 0;
-  for (size_t i = 0; i < reference.size(); ++i) {
+  for (size_t i = 0; i < count; ++i) {
     const double diff = produced[i] - reference[i];
     diff_sq += diff * diff;
     ref_sq += reference[i] * reference[i];
@@ -27,17 +31,20 @@ double relative_l2_error(const std::vector<double>& produced, const std::vector<
   return ref_sq > 0 ? std::sqrt(diff_sq / ref_sq) : std::sqrt(diff_sq);
 }
 
+}  // namespace
+
+double relative_l2_error(const std::vector<double>& produced, const std::vector<double>& reference) {
+  return range_relative_l2_error(produced.data(), reference.data(), reference.size());
+}
+
 std::vector<double> step_errors(const HostArray& produced, const HostArray& reference) {
   std::vector<double> errors;
   if (reference.shape.empty() || reference.shape[0] <= 0) return errors;
   const size_t steps = static_cast<size_t>(reference.shape[0]);
   const size_t per_step = reference.values.size() / steps;
-  for (size_t t = 0; t < steps; ++t) {
-    const auto slice = [&](const HostArray& array) {
-      return std::vector<double>(array.values.begin() + t * per_step, array.values.begin() + (t + 1) * per_step);
-    };
-    errors.push_back(relative_l2_error(slice(produced), slice(reference)));
-  }
+  for (size_t t = 0; t < steps; ++t)
+    errors.push_back(range_relative_l2_error(produced.values.data() + t * per_step,
+                                             reference.values.data() + t * per_step, per_step));
   return errors;
 }
 

@@ -7,7 +7,7 @@
 #include "compare.hpp"
 #include "merge.hpp"
 #include "phasebench/runner.hpp"
-#include "phasebench/stats.hpp"
+#include "row_timing.hpp"
 
 namespace pb::merge {
 namespace {
@@ -16,23 +16,10 @@ using Samples = std::map<std::string, std::vector<double>>;  // by row key, runs
 
 // The timing columns from the pooled samples. Throughput columns are proportional to 1 / median.
 void summarize_pooled(ResultRow& row, const std::vector<double>& samples) {
-  const stats::Summary summary = stats::summarize(samples);
-  const double faster_by = row.median_ms / summary.median;
-  row.reps = static_cast<int>(samples.size());
-  row.median_ms = summary.median;
-  row.min_ms = summary.min;
-  row.max_ms = summary.max;
-  row.ci_low_ms = summary.median_ci.low;
-  row.ci_high_ms = summary.median_ci.high;
+  const double median_before = row.median_ms;
+  set_time_columns(row, samples);
+  const double faster_by = median_before / row.median_ms;
   for (double* throughput : {&row.gb_per_s, &row.gflop_per_s, &row.roofline_pct}) *throughput *= faster_by;
-}
-
-void set_speedup(double& value, double& low, double& high, const std::vector<double>& base,
-                 const std::vector<double>& mine) {
-  const stats::Ratio ratio = stats::speedup(base, mine);
-  value = ratio.value;
-  low = ratio.ci.low;
-  high = ratio.ci.high;
 }
 
 // The rows `run` divides by, with the same rules: among timed rows of the same workload and size,

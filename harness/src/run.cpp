@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "case_runner.hpp"
-#include "phasebench/stats.hpp"
 #include "progress.hpp"
+#include "row_timing.hpp"
 #include "timing.hpp"
 
 namespace pb {
@@ -149,15 +149,9 @@ ResultRow base_row(const LiveCase& live, const RunOptions& options) {
 }
 
 void add_timing(ResultRow& row, const Case& c, const std::vector<double>& samples) {
-  const stats::Summary summary = stats::summarize(samples);
-  row.reps = static_cast<int>(samples.size());
-  row.median_ms = summary.median;
-  row.min_ms = summary.min;
-  row.max_ms = summary.max;
-  row.ci_low_ms = summary.median_ci.low;
-  row.ci_high_ms = summary.median_ci.high;
+  set_time_columns(row, samples);
   const WorkEstimate work = c.workload->work(c.size);
-  const double seconds = summary.median / 1e3;
+  const double seconds = row.median_ms / 1e3;
   if (work.bytes > 0) row.gb_per_s = work.bytes / seconds / 1e9;
   if (work.flops > 0) row.gflop_per_s = work.flops / seconds / 1e9;
 }
@@ -185,14 +179,6 @@ int find_reference(const std::vector<LiveCase>& cases,
         cases[i].spec.workload == cases[index].spec.workload)
       return static_cast<int>(i);
   return -1;
-}
-
-void set_speedup(double& value, double& low, double& high, const std::vector<double>& base,
-                 const std::vector<double>& samples) {
-  const stats::Ratio ratio = stats::speedup(base, samples);
-  value = ratio.value;
-  low = ratio.ci.low;
-  high = ratio.ci.high;
 }
 
 void add_speedups(ResultRow& row, const std::vector<LiveCase>& cases,

@@ -77,12 +77,6 @@ PB_HOST_DEVICE inline float head_pixel(const float* act, int channels, int64_t p
 
 // ==== elementwise ops (one thread per index) ======================================================
 
-struct Fill {
-  float* data;
-  float value;
-  PB_HOST_DEVICE void operator()(int64_t i) const { data[i] = value; }
-};
-
 /// Trajectory row 0: x0 for every realization.
 struct StartRollout {
   const float* x0;

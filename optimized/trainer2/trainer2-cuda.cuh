@@ -96,13 +96,6 @@ PB_HOST_DEVICE inline void rotor_apply(const float* x, const float* theta, float
   }
 }
 
-/// Fills an array with one value (poison_outputs: NaN).
-struct Fill {
-  float* data;
-  float value;
-  PB_HOST_DEVICE void operator()(int64_t e) const { data[e] = value; }
-};
-
 // ==== step 1: curvature R = mean |F| ==============================================================
 
 /// Phase 0's first kernel: |F| per complex element into a temporary.
