@@ -1,13 +1,19 @@
 // spinlock/cnn_rollout_<policy> on CUDA: the Variant that runs the ladder of cnn_rollout-cuda.hpp
-// (kernel bodies and phases described there) on the GPU through a DeviceExecutor, on a stream of
-// its own. Phases 0, 1 and 6 are implemented; 2-5 (bf16, the GroupNorm/tanh-GELU model, their
-// batching and tuning) are UNSUPPORTED until written and tested. Without a usable device (always
-// on the build machines) support() reports SKIPPED with the runtime's error text, and nothing
-// here touches the device; the ladder itself runs on the host in tests/cuda/cnn_rollout_cuda_test.cpp.
+// (kernel bodies, GEMM parameters and phases described there) on the GPU through a
+// DeviceExecutor and a cuBLAS handle bound to its stream. Phases 0-6 are all here; from phase 5
+// setup() runs one rollout eagerly (the warm-up: kernels loaded, cuBLAS's heuristics chosen), then
+// captures one rollout on the stream as a CUDA graph that run() replays (if capture fails, the
+// variant says why on stderr and runs eagerly). Without a usable device (always on the build
+// machines) support() reports SKIPPED with the runtime's error text, and nothing here touches the
+// device: compiled here, never run on a GPU. The ladder itself runs on the host in
+// tests/cuda/cnn_rollout_cuda_test.cpp.
 
+#include <iostream>
 #include <memory>
 #include <optional>
+#include <string>
 
+#include "backends/cuda/cublas_gemm.hpp"
 #include "backends/cuda/device_executor.cuh"
 #include "optimized/spinlock/cnn_rollout-cuda.hpp"
 #include "phasebench/variant.hpp"
@@ -16,6 +22,7 @@ namespace pb::cuda_backend {
 namespace {
 
 namespace rollout = pb::cuda_backend::spinlock;
+using Ladder = rollout::CnnRolloutLadder<DeviceExecutor, CublasGemm>;
 
 class CnnRolloutCuda final : public Variant {
  public:
@@ -25,23 +32,27 @@ class CnnRolloutCuda final : public Variant {
   std::optional<CannotRun> support() const override {
     if (context_.device != "cuda")
       return CannotRun{CannotRun::Kind::Unsupported, "the cuda backend runs on device \"cuda\" only"};
-    if (!rollout::implemented(context_.phase))
-      return CannotRun{CannotRun::Kind::Unsupported,
-                       "not implemented for CUDA yet: bf16 operands and the GroupNorm/tanh-GELU model "
-                       "(phases 2-5) have no kernels here; phases 0, 1 and 6 do"};
     if (!device_available()) return CannotRun{CannotRun::Kind::Skipped, device_unavailable_reason()};
     return std::nullopt;
   }
 
   void setup(const ArrayMap& inputs) override {
     executor_ = std::make_unique<DeviceExecutor>();
-    ladder_ = std::make_unique<rollout::CnnRolloutLadder<DeviceExecutor>>(*executor_, inputs, arch_, policy_, context_.phase);
+    gemm_ = std::make_unique<CublasGemm>(executor_->stream());
+    ladder_ = std::make_unique<Ladder>(*executor_, *gemm_, inputs, arch_, policy_, context_.phase);
+    if (ladder_->plan().graph) capture_after_warm_up();
     executor_->wait();
   }
 
   void poison_outputs() override { ladder_->poison_outputs(); }
 
-  void run() override { ladder_->run(); }
+  void run() override {
+    if (graph_.ready()) {
+      graph_.launch(executor_->stream());
+      return;
+    }
+    ladder_->run();
+  }
 
   ArrayMap outputs() override {
     const std::vector<float> trajectory = ladder_->trajectory();
@@ -53,12 +64,25 @@ class CnnRolloutCuda final : public Variant {
   }
 
  private:
+  void capture_after_warm_up() {
+    ladder_->run();
+    executor_->wait();
+    const std::string failure = graph_.capture(executor_->stream(), [this] { ladder_->run(); });
+    if (!failure.empty()) {
+      std::cerr << "phasebench: " << context_.workload->full_name() << "/cuda phase " << context_.phase
+                << ": CUDA graph capture failed (" << failure << "); running eagerly\n";
+    }
+  }
+
   VariantContext context_;
   rollout::ref::Architecture arch_;
   rollout::ref::Policy policy_;
-  // Destroyed in reverse order: the ladder's buffers (freed on the stream), then the stream.
+  // Destroyed in reverse order: the graph, the ladder's buffers (freed on the stream), the cuBLAS
+  // handle, then the executor's stream.
   std::unique_ptr<DeviceExecutor> executor_;
-  std::unique_ptr<rollout::CnnRolloutLadder<DeviceExecutor>> ladder_;
+  std::unique_ptr<CublasGemm> gemm_;
+  std::unique_ptr<Ladder> ladder_;
+  Graph graph_;
 };
 
 VariantFactory factory() {

@@ -1,28 +1,52 @@
 #pragma once
 // spinlock/cnn_rollout_<policy> on CUDA: the kernel bodies and the phase ladder, written once
-// against an executor, so the same code queues kernels on the GPU (DeviceExecutor,
-// backends/cuda/device_executor.cuh, in cnn_rollout-cuda.cu) and runs on the host in
-// tests/cuda/cnn_rollout_cuda_test.cpp (HostExecutor). Math: reference/spinlock/cnn_rollout.hpp.
+// against an executor and a GEMM, so the same code queues kernels and cuBLAS calls on the GPU
+// (DeviceExecutor + CublasGemm in cnn_rollout-cuda.cu) and runs on the host in
+// tests/cuda/cnn_rollout_cuda_test.cpp (HostExecutor + a naive column-major GEMM that takes the
+// very GemmShape cuBLAS gets). Math: reference/spinlock/cnn_rollout.hpp; what each phase means:
+// suites/spinlock/cnn_rollout.hpp. COMPILED HERE, NEVER RUN ON A GPU (no device on these machines).
 //
-// The ladder implemented here (phases 2-5 are UNSUPPORTED on CUDA for now: cnn_rollout-cuda.cu):
-//   0 eager           one kernel per operation (conv, norm statistics, normalize, GELU, head,
-//                     policy) into fresh stream-ordered buffers, then a copy into the trajectory;
-//                     one realization per call. Exact fp32.
-//   1 compile_fusion  one block kernel per ConvBlock: a block per (sample, channel) convolves its
-//                     plane, reduces mean and variance in shared memory (two passes, as the
-//                     reference), then normalizes + GELU; the head and the policy update are one
-//                     kernel. Fresh block outputs per call, one realization per call. Exact fp32.
-//   6 exact_fast      phase 1 with every realization in one launch per block (batching) and
-//                     ping-pong buffers allocated in setup (run() allocates nothing). Exact fp32.
-// No cuDNN on these machines, so the convolutions are direct kernels. No host sync in run().
+// Every convolution is an im2col kernel (Im2col: columns [rows = C_in k k, H W] per sample, in
+// the operand type) and one cublasGemmStridedBatchedEx (convolution_gemm: m = H W, n = C_out,
+// k = C_in k k, no transposes, lda = ldc = H W, ldb = k, the weights shared by the batch with
+// stride 0; fp32 output, CUBLAS_COMPUTE_32F), as PyTorch's eager conv2d on a GPU is a cuDNN call
+// (itself an implicit GEMM). The 1x1 head (3 outputs from c channels: ~1% of the flops) is a kernel.
+//   0 eager           one launch per operation: im2col, GEMM (fp32 operands), norm statistics,
+//                     normalize, GELU per block, then head, policy, and a copy into the
+//                     trajectory; every result in a fresh stream-ordered buffer, one realization
+//                     per call. Exact fp32.
+//   1 compile_fusion  per block im2col, GEMM, then ONE block kernel (NormGelu: statistics by a
+//                     shared-memory tree in two passes as the reference, normalize + affine + GELU
+//                     in place); head and policy update one kernel writing the trajectory row.
+//                     cuBLAS cannot take the norm as an epilogue, so conv -> norm stays two calls.
+//                     Fresh buffers per call, one realization per call. Exact fp32.
+//   2 mixed_precision phase 1 with bf16 GEMM operands: the weights rounded once in setup, the
+//                     im2col writes bf16 columns (round to nearest even); CUDA_R_16BF A and B,
+//                     fp32 accumulation and output, norm, GELU, head, state and trajectory fp32.
+//   3 operator_opts   + GroupNorm(gcd(8, C)) and tanh-GELU in NormGelu (the approximate model),
+//                     and buffers from setup(): the column matrix and one activation buffer
+//                     ping-pong (im2col reads the activation into the columns, the GEMM writes
+//                     the activation back), so run() allocates nothing.
+//   4 batching        + all M realizations per launch: im2col over M samples, GEMM batch M,
+//                     NormGelu over M x groups blocks, one head + policy launch per step.
+//   5 profile_guided  + the whole rollout captured once as a CUDA graph in setup() and replayed
+//                     by run() (cnn_rollout-cuda.cu). NOT from a profile: no GPU here to profile
+//                     on. It is the expected bottleneck: at the small and default sizes a
+//                     step is 3 x blocks + 1 launches of microsecond kernels, so launch latency,
+//                     not arithmetic, should dominate. To be replaced by what nsys shows on a GPU.
+//   6 exact_fast      every exact rung in fp32 with the exact model: fusion, setup buffers,
+//                     batch M, graph replay.
+// No host sync in run().
 
 #include <math.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
-#include <stdexcept>
+#include <type_traits>
 #include <vector>
 
+#include "backends/cuda/gemm.hpp"
 #include "backends/cuda/host_device.hpp"
 #include "phasebench/arrays.hpp"
 #include "suites/spinlock/cnn_rollout.hpp"
@@ -36,7 +60,11 @@ constexpr int kFields = ref::kFieldChannels;
 
 // ==== pointwise math, as the reference writes it =================================================
 
-PB_HOST_DEVICE inline float exact_gelu(float v) { return 0.5f * v * (1.0f + erff(v * 0.7071067811865476f)); }
+/// GELU, the exact (erf) form or PyTorch's approximate='tanh' form.
+PB_HOST_DEVICE inline float gelu(float v, bool tanh_form) {
+  if (tanh_form) return 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+  return 0.5f * v * (1.0f + erff(v * 0.7071067811865476f));
+}
 
 PB_HOST_DEVICE inline float policy_update(ref::Policy policy, float x, float o) {
   switch (policy) {
@@ -48,31 +76,56 @@ PB_HOST_DEVICE inline float policy_update(ref::Policy policy, float x, float o) 
   return o;
 }
 
-/// One output pixel (o, y, x) of a k x k zero-padded convolution of one sample, summed over
-/// (c, dy, dx) in the reference's order.
-PB_HOST_DEVICE inline float conv_pixel(const float* in, int in_channels, int height, int width, const float* weight,
-                                       int kernel, int o, int y, int x) {
-  const int pad = kernel / 2;
-  float sum = 0.f;
-  for (int c = 0; c < in_channels; ++c)
-    for (int dy = 0; dy < kernel; ++dy) {
-      const int iy = y + dy - pad;
-      if (iy < 0 || iy >= height) continue;
-      for (int dx = 0; dx < kernel; ++dx) {
-        const int ix = x + dx - pad;
-        if (ix < 0 || ix >= width) continue;
-        sum += weight[((o * in_channels + c) * kernel + dy) * kernel + dx] * in[(int64_t{c} * height + iy) * width + ix];
-      }
-    }
-  return sum;
-}
-
 /// The 1x1 head's output channel f at pixel p of one sample [channels, plane].
 PB_HOST_DEVICE inline float head_pixel(const float* act, int channels, int64_t plane, const float* weight,
                                        const float* bias, int f, int64_t p) {
   float sum = bias[f];
   for (int c = 0; c < channels; ++c) sum += weight[f * channels + c] * act[c * plane + p];
   return sum;
+}
+
+// ==== the convolution as im2col + GEMM ===========================================================
+
+/// The columns of a k x k zero-padded convolution: for each sample, a [rows, plane] matrix with
+/// row r = (c, dy, dx) in the weights' [out, in, k, k] order, so that
+///   out[o, p] = sum_r weight[o, r] * columns[r, p].
+/// Index (sample * rows + r) * plane + p. Operand float, or Bf16 (rounded to nearest even here).
+template <typename Operand>
+struct Im2col {
+  const float* in;   // [samples, channels, plane]
+  Operand* columns;  // [samples, channels * k * k, plane]
+  int channels, height, width, kernel;
+
+  PB_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t plane = int64_t{height} * width, taps = int64_t{kernel} * kernel, rows = channels * taps;
+    const int64_t n = i / (rows * plane), r = i / plane % rows, p = i % plane;
+    const int64_t c = r / taps, dy = r % taps / kernel, dx = r % kernel;
+    const int64_t y = p / width + dy - kernel / 2, x = p % width + dx - kernel / 2;
+    const bool inside = y >= 0 && y < height && x >= 0 && x < width;
+    store_operand(columns[i], inside ? in[(n * channels + c) * plane + y * width + x] : 0.f);
+  }
+};
+
+/// THE parameters every convolution GEMM gets (cuBLAS on the GPU, the naive GEMM of the tests):
+/// per sample, row-major out [out_channels, plane] = weight [out_channels, rows] x columns [rows,
+/// plane]. Column-major, each row-major matrix is its transpose, so this is
+///   out^T (m = plane, n = out_channels, ldc = plane)
+///     = columns^T (m x k = rows, lda = plane) x weight^T (k x n, ldb = rows),
+/// with no transposes; the batch walks the samples, the weights shared (stride 0).
+inline GemmShape convolution_gemm(int in_channels, int out_channels, int kernel, int64_t plane, int samples) {
+  const int rows = in_channels * kernel * kernel, pixels = static_cast<int>(plane);
+  GemmShape shape;
+  shape.m = pixels;
+  shape.n = out_channels;
+  shape.k = rows;
+  shape.lda = pixels;
+  shape.ldb = rows;
+  shape.ldc = pixels;
+  shape.stride_a = int64_t{rows} * plane;
+  shape.stride_b = 0;
+  shape.stride_c = int64_t{out_channels} * plane;
+  shape.batch = samples;
+  return shape;
 }
 
 // ==== elementwise ops (one thread per index) ======================================================
@@ -83,18 +136,6 @@ struct StartRollout {
   float* trajectory;
   int64_t field;
   PB_HOST_DEVICE void operator()(int64_t i) const { trajectory[i] = x0[i % field]; }
-};
-
-struct EagerConv {
-  const float* in;
-  const float* weight;
-  float* out;
-  int in_channels, height, width, kernel;
-  PB_HOST_DEVICE void operator()(int64_t i) const {
-    const int64_t plane = int64_t{height} * width;
-    out[i] = conv_pixel(in, in_channels, height, width, weight, kernel, static_cast<int>(i / plane),
-                        static_cast<int>(i % plane / width), static_cast<int>(i % width));
-  }
 };
 
 /// (mean, 1/std) of channel c, two passes as the reference.
@@ -129,7 +170,7 @@ struct EagerNormalize {
 struct EagerGelu {
   const float* x;
   float* out;
-  PB_HOST_DEVICE void operator()(int64_t i) const { out[i] = exact_gelu(x[i]); }
+  PB_HOST_DEVICE void operator()(int64_t i) const { out[i] = gelu(x[i], false); }
 };
 
 struct EagerHead {
@@ -172,56 +213,57 @@ struct HeadPolicy {
   }
 };
 
-// ==== the fused block: conv -> InstanceNorm -> GELU, a block per (sample, channel) ==================
+// ==== the fused norm: statistics -> normalize + affine -> GELU, a block per (sample, group) =========
 
-/// Stages: 0 conv of the block's strided pixels into out + partial sums; 1..L tree of the sums;
-/// L+1 partial squared deviations from the mean; L+2..2L+1 their tree; 2L+2 normalize + GELU in
-/// place. Shared memory: the sums [kThreads], then the squares [kThreads]. Each thread writes only
-/// its own slot in a stage, and the tree reads only slots nobody writes in that stage.
-struct ConvNormGelu {
+/// GroupNorm with `groups` groups (groups == channels is InstanceNorm), its affine map and GELU,
+/// in place on x [samples, channels, plane]: block b is group b % groups of sample b / groups,
+/// whose channels are the contiguous [channels / groups * plane] floats at b * that.
+/// Stages: 0 partial sums; 1..L tree of the sums; L+1 partial squared deviations from the mean;
+/// L+2..2L+1 their tree; 2L+2 normalize + affine + GELU. Shared memory: the sums [kThreads], then
+/// the squares [kThreads]. Each thread writes only its own slot in a stage, and the tree reads
+/// only slots nobody writes in that stage.
+struct NormGelu {
   static constexpr int kThreads = 256;
   static constexpr int kTreeLevels = 8;  // log2(kThreads)
 
-  const float* in;  // [samples, in_channels, plane]
-  const float* weight;
+  float* x;
   const float* gamma;
   const float* beta;
-  float* out;  // [samples, out_channels, plane]
-  int in_channels, out_channels, height, width, kernel, samples;
+  int channels, groups, samples;
+  int64_t plane;
+  bool tanh_gelu;
 
-  int64_t blocks() const { return int64_t{samples} * out_channels; }
+  int64_t blocks() const { return int64_t{samples} * groups; }
   int64_t shared_floats() const { return 2 * kThreads; }
   PB_HOST_DEVICE int stages() const { return 2 * kTreeLevels + 3; }
 
   PB_HOST_DEVICE void stage(int stage, int64_t block, int thread, float* shared) const {
-    const int64_t n = block / out_channels, plane = int64_t{height} * width;
-    const int o = static_cast<int>(block % out_channels);
-    float* channel = out + (n * out_channels + o) * plane;
+    const int per_group = channels / groups;
+    const int64_t count = per_group * plane;
+    float* group = x + block * count;
     float* sums = shared;
     float* squares = shared + kThreads;
     if (stage == 0) {
-      const float* sample = in + n * in_channels * plane;
       float partial = 0.f;
-      for (int64_t p = thread; p < plane; p += kThreads) {
-        channel[p] = conv_pixel(sample, in_channels, height, width, weight, kernel, o, static_cast<int>(p / width),
-                                static_cast<int>(p % width));
-        partial += channel[p];
-      }
+      for (int64_t e = thread; e < count; e += kThreads) partial += group[e];
       sums[thread] = partial;
     } else if (stage <= kTreeLevels) {
       tree_step(sums, stage, thread);
     } else if (stage == kTreeLevels + 1) {
-      const float mean = sums[0] / static_cast<float>(plane);
+      const float mean = sums[0] / static_cast<float>(count);
       float partial = 0.f;
-      for (int64_t p = thread; p < plane; p += kThreads) partial += (channel[p] - mean) * (channel[p] - mean);
+      for (int64_t e = thread; e < count; e += kThreads) partial += (group[e] - mean) * (group[e] - mean);
       squares[thread] = partial;
     } else if (stage <= 2 * kTreeLevels + 1) {
       tree_step(squares, stage - kTreeLevels - 1, thread);
     } else {
-      const float mean = sums[0] / static_cast<float>(plane);
-      const float inv_std = 1.0f / sqrtf(squares[0] / static_cast<float>(plane) + static_cast<float>(ref::kNormEps));
-      for (int64_t p = thread; p < plane; p += kThreads)
-        channel[p] = exact_gelu((channel[p] - mean) * inv_std * gamma[o] + beta[o]);
+      const float mean = sums[0] / static_cast<float>(count);
+      const float inv_std = 1.0f / sqrtf(squares[0] / static_cast<float>(count) + static_cast<float>(ref::kNormEps));
+      const int64_t first_channel = block % groups * per_group;
+      for (int64_t e = thread; e < count; e += kThreads) {
+        const int64_t c = first_channel + e / plane;
+        group[e] = gelu((group[e] - mean) * inv_std * gamma[c] + beta[c], tanh_gelu);
+      }
     }
   }
 
@@ -237,53 +279,92 @@ struct ConvNormGelu {
 template <typename Exec>
 using Floats = typename Exec::template Buffer<float>;
 
-template <typename Exec>
-Floats<Exec> upload_floats(Exec& exec, const std::vector<float>& values) {
-  Floats<Exec> buffer = exec.template allocate<float>(static_cast<int64_t>(values.size()));
+template <typename Exec, typename T>
+typename Exec::template Buffer<T> upload(Exec& exec, const std::vector<T>& values) {
+  auto buffer = exec.template allocate<T>(static_cast<int64_t>(values.size()));
   exec.upload(buffer.data(), values.data(), static_cast<int64_t>(values.size()));
   return buffer;
 }
 
-template <typename Exec>
-struct DeviceBlockWeights {
-  Floats<Exec> weight, gamma, beta;
-  int in_channels = 0, out_channels = 0;
+inline std::vector<Bf16> rounded_to_bf16(const std::vector<float>& values) {
+  std::vector<Bf16> rounded(values.size());
+  std::transform(values.begin(), values.end(), rounded.begin(), to_bf16);
+  return rounded;
+}
+
+/// A phase's rung as switches (the ladder in the comment at the top).
+struct PhasePlan {
+  bool eager;            // 0: one launch per operation
+  bool bf16;             // 2-5: bf16 GEMM operands
+  bool preallocated;     // 3+: the column matrix and the activation from setup()
+  bool batched;          // 4+: all M realizations per launch
+  bool graph;            // 5+: run() replays a CUDA graph of one rollout (the variant's part)
+  ref::ModelOptions model;  // 3-5: GroupNorm(gcd(8, C)), tanh-GELU
+
+  explicit PhasePlan(int phase)
+      : eager(phase == sp::kEager),
+        bf16(sp::computes_in_bf16(phase)),
+        preallocated(phase >= sp::kOperatorOpts),
+        batched(sp::batches_realizations(phase)),
+        graph(phase >= sp::kProfileGuided),
+        model(sp::model_of_phase(phase)) {}
 };
 
-/// Whether this file implements `phase` (the others are UNSUPPORTED on CUDA).
-inline bool implemented(int phase) { return phase == sp::kEager || phase == sp::kCompileFusion || phase == sp::kExactFast; }
-
 template <typename Exec>
+struct DeviceBlockWeights {
+  Floats<Exec> weight;                                // [out, in, k, k] = row-major [out, rows]
+  typename Exec::template Buffer<Bf16> weight_bf16;  // the same rounded, for the bf16 phases
+  Floats<Exec> gamma, beta;
+  int in_channels = 0, out_channels = 0, groups = 0;
+};
+
+/// One rollout per run(), queued on `exec` with the convolutions' GEMMs through `gemm`
+/// (callable as gemm(const GemmShape&, const Operand* a, const Operand* b, float* c) for Operand
+/// float and Bf16, queued in order with exec's work).
+template <typename Exec, typename Gemm>
 class CnnRolloutLadder {
  public:
-  CnnRolloutLadder(Exec& exec, const ArrayMap& inputs, const ref::Architecture& arch, ref::Policy policy, int phase)
-      : exec_(exec), arch_(arch), policy_(policy), phase_(phase) {
-    if (!implemented(phase)) throw std::invalid_argument("spinlock cnn_rollout on CUDA: phase not implemented");
+  CnnRolloutLadder(Exec& exec, const Gemm& gemm, const ArrayMap& inputs, const ref::Architecture& arch,
+                   ref::Policy policy, int phase)
+      : exec_(exec), gemm_(gemm), arch_(arch), policy_(policy), plan_(phase) {
     const ref::OperatorWeights<float> weights = sp::load_weights<float>(inputs, arch);
-    int widest = kFields;
+    int64_t widest = kFields, most_rows = 0;
     for (const auto& block : weights.blocks) {
-      blocks_.push_back({upload_floats(exec, block.weight), upload_floats(exec, block.gamma),
-                         upload_floats(exec, block.beta), block.in_channels, block.out_channels});
-      widest = std::max(widest, block.out_channels);
+      DeviceBlockWeights<Exec> device{upload(exec, block.weight), {}, upload(exec, block.gamma), upload(exec, block.beta),
+                                      block.in_channels, block.out_channels,
+                                      ref::norm_groups(block.out_channels, plan_.model)};
+      if (plan_.bf16) device.weight_bf16 = upload(exec, rounded_to_bf16(block.weight));
+      blocks_.push_back(std::move(device));
+      widest = std::max<int64_t>(widest, block.out_channels);
+      most_rows = std::max<int64_t>(most_rows, int64_t{block.in_channels} * arch.kernel * arch.kernel);
     }
-    head_weight_ = upload_floats(exec, weights.head_weight);
-    head_bias_ = upload_floats(exec, weights.head_bias);
-    x0_ = upload_floats(exec, require(inputs, sp::kInitialField).to_floats());
+    head_weight_ = upload(exec, weights.head_weight);
+    head_bias_ = upload(exec, weights.head_bias);
+    x0_ = upload(exec, require(inputs, sp::kInitialField).to_floats());
     trajectory_ = exec.template allocate<float>(trajectory_size());
-    if (phase == sp::kExactFast)
-      for (Floats<Exec>& buffer : ping_pong_) buffer = exec.template allocate<float>(arch.realizations * widest * plane());
+    if (plan_.preallocated) {
+      const int64_t samples = plan_.batched ? arch.realizations : 1;
+      activation_ = exec.template allocate<float>(samples * widest * plane());
+      if (plan_.bf16) {
+        columns_bf16_ = exec.template allocate<Bf16>(samples * most_rows * plane());
+      } else {
+        columns_ = exec.template allocate<float>(samples * most_rows * plane());
+      }
+    }
   }
+
+  const PhasePlan& plan() const { return plan_; }
 
   /// Queues one rollout from x0.
   void run() {
     exec_.for_each("spinlock/start", arch_.realizations * arch_.field_size(),
                    StartRollout{x0_.data(), trajectory_.data(), arch_.field_size()});
     for (int t = 1; t < arch_.steps; ++t) {
-      if (phase_ == sp::kExactFast) {
+      if (plan_.batched) {
         fused_step(t, 0, arch_.realizations);
-      } else {
-        for (int m = 0; m < arch_.realizations; ++m) phase_ == sp::kEager ? eager_step(t, m) : fused_step(t, m, 1);
+        continue;
       }
+      for (int m = 0; m < arch_.realizations; ++m) plan_.eager ? eager_step(t, m) : fused_step(t, m, 1);
     }
   }
 
@@ -299,23 +380,40 @@ class CnnRolloutLadder {
   }
 
  private:
+  template <typename T>
+  using Buffer = typename Exec::template Buffer<T>;
+
   int64_t plane() const { return int64_t{arch_.height} * arch_.width; }
   int64_t trajectory_size() const { return int64_t{arch_.steps} * arch_.realizations * arch_.field_size(); }
   float* slice(int t, int m) const { return trajectory_.data() + (int64_t{t} * arch_.realizations + m) * arch_.field_size(); }
 
-  /// Phase 0: every operation its own kernel and its own fresh buffer, one realization.
+  /// im2col of `in` into `columns` and the GEMM into `out`: one convolution of `samples` samples.
+  template <typename Operand>
+  void convolve(const DeviceBlockWeights<Exec>& b, const float* in, Operand* columns, float* out, int samples) {
+    const GemmShape shape = convolution_gemm(b.in_channels, b.out_channels, arch_.kernel, plane(), samples);
+    exec_.for_each("spinlock/im2col", shape.stride_a * samples,
+                   Im2col<Operand>{in, columns, b.in_channels, arch_.height, arch_.width, arch_.kernel});
+    if constexpr (std::is_same_v<Operand, Bf16>) {
+      gemm_(shape, columns, b.weight_bf16.data(), out);
+    } else {
+      gemm_(shape, columns, b.weight.data(), out);
+    }
+  }
+
+  /// Phase 0: every operation its own launch and its own fresh buffer, one realization.
   void eager_step(int t, int m) {
     const float* previous = slice(t - 1, m);
     Floats<Exec> x;  // the current activation; empty before the first block
     for (const DeviceBlockWeights<Exec>& b : blocks_) {
       const int64_t count = b.out_channels * plane();
+      Floats<Exec> columns = exec_.template allocate<float>(int64_t{b.in_channels} * arch_.kernel * arch_.kernel * plane());
       Floats<Exec> conv = exec_.template allocate<float>(count), stats = exec_.template allocate<float>(2 * b.out_channels);
       Floats<Exec> normalized = exec_.template allocate<float>(count), activated = exec_.template allocate<float>(count);
-      exec_.for_each("spinlock/conv", count, EagerConv{x.data() ? x.data() : previous, b.weight.data(), conv.data(), b.in_channels, arch_.height, arch_.width, arch_.kernel});
+      convolve(b, x.data() ? x.data() : previous, columns.data(), conv.data(), 1);
       exec_.for_each("spinlock/norm_statistics", b.out_channels, EagerNormStatistics{conv.data(), stats.data(), plane()});
       exec_.for_each("spinlock/normalize", count, EagerNormalize{conv.data(), stats.data(), b.gamma.data(), b.beta.data(), normalized.data(), plane()});
       exec_.for_each("spinlock/gelu", count, EagerGelu{normalized.data(), activated.data()});
-      x = std::move(activated);
+      x = std::move(activated);  // the previous activation is freed after the im2col that read it
     }
     const int64_t field = arch_.field_size();
     Floats<Exec> o = exec_.template allocate<float>(field), next = exec_.template allocate<float>(field);
@@ -324,21 +422,36 @@ class CnnRolloutLadder {
     exec_.copy(slice(t, m), next.data(), field);
   }
 
-  /// Phases 1 and 6: a fused kernel per block, then head + policy, for realizations
-  /// [first, first + samples). The block buffers hold just those samples (phase 1 allocates them
-  /// per call, phase 6 ping-pongs two sized for all M).
   void fused_step(int t, int first, int samples) {
+    if (plan_.bf16) {
+      fused_step_with<Bf16>(t, first, samples, columns_bf16_);
+    } else {
+      fused_step_with<float>(t, first, samples, columns_);
+    }
+  }
+
+  /// Phases 1-6: per block im2col, GEMM and NormGelu, then head + policy, for realizations
+  /// [first, first + samples). Before phase 3 each block's columns and output are fresh buffers
+  /// (the output freed once the next im2col has read it); from phase 3 the setup() buffers.
+  template <typename Operand>
+  void fused_step_with(int t, int first, int samples, const Buffer<Operand>& kept_columns) {
     const float* in = slice(t - 1, first);  // row t - 1 holds [M, 3, plane]
-    Floats<Exec> fresh[2];
-    for (size_t i = 0; i < blocks_.size(); ++i) {
-      const DeviceBlockWeights<Exec>& b = blocks_[i];
-      float* out = ping_pong_[i % 2].data();
-      if (phase_ != sp::kExactFast) {
-        fresh[i % 2] = exec_.template allocate<float>(samples * b.out_channels * plane());
-        out = fresh[i % 2].data();
+    Floats<Exec> live_output;
+    for (const DeviceBlockWeights<Exec>& b : blocks_) {
+      Buffer<Operand> fresh_columns;
+      Floats<Exec> fresh_output;
+      Operand* columns = kept_columns.data();
+      float* out = activation_.data();
+      if (!plan_.preallocated) {
+        fresh_columns = exec_.template allocate<Operand>(samples * int64_t{b.in_channels} * arch_.kernel * arch_.kernel * plane());
+        fresh_output = exec_.template allocate<float>(samples * int64_t{b.out_channels} * plane());
+        columns = fresh_columns.data();
+        out = fresh_output.data();
       }
-      exec_.blocks("spinlock/conv_norm_gelu", ConvNormGelu{in, b.weight.data(), b.gamma.data(), b.beta.data(), out, b.in_channels,
-                                                           b.out_channels, arch_.height, arch_.width, arch_.kernel, samples});
+      convolve(b, in, columns, out, samples);
+      exec_.blocks("spinlock/norm_gelu", NormGelu{out, b.gamma.data(), b.beta.data(), b.out_channels, b.groups, samples,
+                                                  plane(), plan_.model.tanh_gelu});
+      live_output = std::move(fresh_output);  // the block before's output is freed after its reader
       in = out;
     }
     exec_.for_each("spinlock/head_policy", samples * plane(),
@@ -347,12 +460,14 @@ class CnnRolloutLadder {
   }
 
   Exec& exec_;
+  const Gemm& gemm_;
   ref::Architecture arch_;
   ref::Policy policy_;
-  int phase_;
+  PhasePlan plan_;
   std::vector<DeviceBlockWeights<Exec>> blocks_;
   Floats<Exec> head_weight_, head_bias_, x0_, trajectory_;
-  Floats<Exec> ping_pong_[2];
+  Floats<Exec> activation_, columns_;  // phases >= 3 (columns_: the fp32 ones)
+  Buffer<Bf16> columns_bf16_;          // phases 3-5
 };
 
 }  // namespace pb::cuda_backend::spinlock
