@@ -5,20 +5,23 @@
 # Markdown summary for the pull request.
 #
 #   bash ci/gate.sh                   exit 0 pass, 1 a regression or a check that now fails, 2 bad setup
+#   PHASEBENCH_GATE_BASE_REF=origin/main bash ci/gate.sh
+#                                     the same verdict against the base commit, built beside this one
+#                                     and run interleaved with it (no baseline needed; see below)
 #   bash ci/gate.sh --record          run the quick suite; record (or refresh) this machine's baseline
 #   bash ci/gate.sh --run-suite DIR   only run the quick suite into DIR (ci/measure-gate.sh uses it)
 #
 # The quick suite, as docs/regression-gate.md measured it: the small size, one thread, 30 short
 # repetitions, in 3 processes whose samples are pooled (`merge --pool`); then `compare` looks at
-# the fastest quarter of each row's repetitions and fails slowdowns over 10%. Each choice is there
-# because the measurement needed it on a shared machine; see that document.
+# the CPU time of the fastest quarter of each row's repetitions and fails slowdowns over 10%. Each
+# choice is there because the measurement needed it on a shared machine; see that document.
 #
 # Environment (all optional):
 #   PHASEBENCH_BUILD_DIR          build directory (default build)
 #   PHASEBENCH_SKIP_INSTALL=1     do not run ci/install-deps.sh;  PHASEBENCH_SKIP_BUILD=1: do not build
 #   PHASEBENCH_GATE_RUN_ARGS      `run` options of the suite (a baseline must be recorded with the same)
 #   PHASEBENCH_GATE_PROCESSES     how many processes run the suite (default 3)
-#   PHASEBENCH_GATE_COMPARE_ARGS  `compare` options (default "--fastest 25 --threshold 10")
+#   PHASEBENCH_GATE_COMPARE_ARGS  `compare` options (default "--fastest 25 --threshold 10 --metric cpu")
 #   PHASEBENCH_GATE_MODE          time (default, this machine's baseline) or ratio (always ratio)
 #   PHASEBENCH_GATE_OUT           directory to create for the runs (default results/runs/gate-<UTC time>)
 #   PHASEBENCH_GATE_SUMMARY       Markdown summary to write (default <that directory>/summary.md)
@@ -26,43 +29,99 @@
 #   PHASEBENCH_BASELINES_DIR      where baselines live (default results/baselines)
 #   PHASEBENCH_GATE_BUSY_LOAD     1-minute load average above which the summary warns that timing
 #                                 verdicts are unreliable (default: the number of cores)
+#   PHASEBENCH_GATE_BASE_REF      a git commit to compare with instead of a baseline: it is checked
+#                                 out into a worktree (PHASEBENCH_GATE_BASE_SRC, default .gate/base),
+#                                 built there by its own ci/build.sh, and its suite processes run
+#                                 alternately with this build's, so both see the same machine
+#   PHASEBENCH_GATE_BASE_BUILD    the same with a build directory of the base that already exists
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 run_args=${PHASEBENCH_GATE_RUN_ARGS:---quick --size small --reps 30 --threads 1}
 processes=${PHASEBENCH_GATE_PROCESSES:-3}
-compare_args=${PHASEBENCH_GATE_COMPARE_ARGS:---fastest 25 --threshold 10}
+compare_args=${PHASEBENCH_GATE_COMPARE_ARGS:---fastest 25 --threshold 10 --metric cpu}
 gate_mode=${PHASEBENCH_GATE_MODE:-time}
 baselines=${PHASEBENCH_BASELINES_DIR:-results/baselines}
 build_dir=${PHASEBENCH_BUILD_DIR:-build}
 out=${PHASEBENCH_GATE_OUT:-results/runs/gate-$(date -u +%Y%m%dT%H%M%SZ)}
 summary=${PHASEBENCH_GATE_SUMMARY:-$out/summary.md}
+base_ref=${PHASEBENCH_GATE_BASE_REF:-}
+base_src=${PHASEBENCH_GATE_BASE_SRC:-.gate/base}
+base_build=${PHASEBENCH_GATE_BASE_BUILD:-}
 pb=$build_dir/phasebench
 
-# Runs the suite in $processes processes into $1/process-<i> and pools them into $1/pooled.
-# Exit 1 (a check failed) still gives runs for compare to report; anything else is fatal.
-run_suite() {
-  local dir=$1 i status
+# One process of the suite into $1/process-$2 (with the phasebench $3, default this build's).
+# Exit 1 (a check failed) still gives a run for compare to report; anything else is fatal.
+run_process() {
+  local dir=$1 i=$2 binary=${3:-$pb} status=0
   mkdir -p "$dir"
+  # shellcheck disable=SC2086  # run_args is a list of options
+  "$binary" run $run_args --out "$dir/process-$i" || status=$?
+  if [ "$status" -ne 0 ] && [ "$status" -ne 1 ]; then
+    echo "gate: phasebench run failed (exit $status): $binary" >&2
+    exit "$status"
+  fi
+}
+
+pool() { "$pb" merge --pool "$1"/process-* --out "$1/pooled"; }
+
+# Runs the suite in $processes processes into $1/process-<i> and pools them into $1/pooled.
+run_suite() {
+  local i
+  for ((i = 1; i <= processes; i++)); do run_process "$1" "$i"; done
+  pool "$1"
+}
+
+# The suite of the base build ($1/phasebench) into $out/base and of this build into $out/new,
+# process by process and alternating which goes first, so that drift of the machine and other
+# work on it hit both alike.
+run_interleaved() {
+  local base_pb=$1/phasebench i
   for ((i = 1; i <= processes; i++)); do
-    status=0
-    # shellcheck disable=SC2086  # run_args is a list of options
-    "$pb" run $run_args --out "$dir/process-$i" || status=$?
-    if [ "$status" -ne 0 ] && [ "$status" -ne 1 ]; then
-      echo "gate: phasebench run failed (exit $status)" >&2
-      exit "$status"
+    if ((i % 2 == 1)); then
+      run_process "$out/base" "$i" "$base_pb" && run_process "$out/new" "$i"
+    else
+      run_process "$out/new" "$i" && run_process "$out/base" "$i" "$base_pb"
     fi
   done
-  "$pb" merge --pool "$dir"/process-* --out "$dir/pooled"
+  pool "$out/base"
+  pool "$out/new"
+}
+
+# Checks out $base_ref into $base_src and builds it there with its own ci/build.sh; sets base_build.
+build_base() {
+  local commit
+  if ! commit=$(git rev-parse --verify --quiet "$base_ref^{commit}"); then
+    echo "gate: PHASEBENCH_GATE_BASE_REF '$base_ref' is not a commit of this repository (fetch it first)" >&2
+    exit 2
+  fi
+  if [ -d "$base_src" ]; then
+    git -C "$base_src" checkout --quiet --detach "$commit"
+  else
+    git worktree add --quiet --detach "$base_src" "$commit"
+  fi
+  echo "gate: building the base $base_ref ($commit) in $base_src"
+  (cd "$base_src" && PHASEBENCH_BUILD_DIR=build bash ci/build.sh)
+  base_build=$base_src/build
 }
 
 mode_arg=""
 case "${1:-}" in
   --record | "") mode_arg=${1:-} ;;
   --run-suite) run_suite "${2:?usage: gate.sh --run-suite DIR}"; exit 0 ;;
-  --print-compare-args) echo "$compare_args"; exit 0 ;;  # for ci/measure-gate.sh
+  # for ci/measure-gate.sh, which interleaves processes of several runs:
+  --run-process) run_process "${2:?usage: gate.sh --run-process DIR I}" "${3:?usage: gate.sh --run-process DIR I}"; exit 0 ;;
+  --pool) pool "${2:?usage: gate.sh --pool DIR}"; exit 0 ;;
+  --print-processes) echo "$processes"; exit 0 ;;
+  --print-compare-args) echo "$compare_args"; exit 0 ;;
   *) echo "gate: unknown argument '$1' (use --record, --run-suite DIR or nothing)" >&2; exit 2 ;;
 esac
+interleaved=""
+if [ -n "$base_ref" ] || [ -n "$base_build" ]; then interleaved=1; fi
+if [ -n "$interleaved" ] && [ "$mode_arg" = --record ]; then
+  echo "gate: --record files a baseline of this build; unset PHASEBENCH_GATE_BASE_REF and PHASEBENCH_GATE_BASE_BUILD" >&2
+  exit 2
+fi
 case "$gate_mode" in
   ratio | time) ;;
   *) echo "gate: PHASEBENCH_GATE_MODE must be time or ratio, not '$gate_mode'" >&2; exit 2 ;;
@@ -70,11 +129,18 @@ esac
 
 if [ -z "${PHASEBENCH_SKIP_INSTALL:-}" ]; then bash ci/install-deps.sh; fi
 if [ -z "${PHASEBENCH_SKIP_BUILD:-}" ]; then PHASEBENCH_BUILD_DIR=$build_dir bash ci/build.sh; fi
+if [ -n "$base_ref" ]; then build_base; fi
+if [ -n "$interleaved" ] && [ ! -x "$base_build/phasebench" ]; then
+  echo "gate: no phasebench in the base build directory '$base_build'" >&2
+  exit 2
+fi
 
 # The baseline: this machine's, else another machine's (ratios only). Chosen before the run, so a
 # missing baseline costs no benchmark time.
 fingerprint=$("$pb" baseline fingerprint)
-if [ "$mode_arg" != --record ]; then
+mode=time
+baseline=""
+if [ "$mode_arg" != --record ] && [ -z "$interleaved" ]; then
   if [ -n "${PHASEBENCH_BASELINE:-}" ]; then
     baseline=$PHASEBENCH_BASELINE
   elif [ -d "$baselines/$fingerprint" ]; then
@@ -93,21 +159,36 @@ if [ "$mode_arg" != --record ]; then
   fi
 fi
 
-# The machine's load around the suite: under heavy load the gate's verdicts were measured to be
-# unreliable (docs/regression-gate.md: 11% false alarms, 78% of 25% slowdowns caught at a load
-# average of 3.5-16 on 2 vCPUs), so a busy run says so beside its verdict.
+# The machine's load around the suite: under load the gate's verdicts were measured to be less
+# reliable (docs/regression-gate.md, measurement 4: in CPU time at a load average of 2.6-5.3 on
+# 2 vCPUs, 1.5% of rows false alarms against a baseline, 0.4% interleaved; heavier load was not
+# measured), so a busy run says so beside its verdict, with the figures of the method in use.
 load_now() { cut -d' ' -f1 /proc/loadavg 2> /dev/null || echo 0; }
 busy_warning() {
-  local highest=$1 cores limit
+  local highest=$1 cores limit measured
   cores=$(nproc)
   limit=${PHASEBENCH_GATE_BUSY_LOAD:-$cores}
+  if [ -n "$interleaved" ]; then
+    measured="the interleaved gate was measured at a load average of 2.6-5.3 to raise false alarms on 0.4% of rows and to catch every 25% slowdown; heavier load was not measured"
+  else
+    measured="the gate against a baseline was measured at a load average of 2.6-5.3 to raise false alarms on 1.5% of rows (0.4% with PHASEBENCH_GATE_BASE_REF, which runs the base build interleaved) and to catch every 25% slowdown; heavier load was not measured"
+  fi
   if awk -v load="$highest" -v limit="$limit" 'BEGIN { exit !(load > limit) }'; then
-    echo "**Warning:** the machine was busy while the suite ran (1-minute load average up to $highest on $cores cores). Under such load the gate was measured to raise false alarms on 11% of rows and to miss 22% of 25% slowdowns (docs/regression-gate.md): rerun on a quiet runner before trusting a timing verdict. Correctness verdicts are unaffected."
+    echo "**Warning:** the machine was busy while the suite ran (1-minute load average up to $highest on $cores cores): $measured (docs/regression-gate.md). Rerun on a quiet runner before trusting a timing verdict. Correctness verdicts are unaffected."
   fi
 }
 
 load_before=$(load_now)
-run_suite "$out"
+if [ -n "$interleaved" ]; then
+  echo "gate: comparing with the base build $base_build, its processes interleaved with this build's"
+  run_interleaved "$base_build"
+  compared_base=$out/base/pooled
+  compared_new=$out/new/pooled
+else
+  run_suite "$out"
+  compared_base=$baseline
+  compared_new=$out/pooled
+fi
 load_after=$(load_now)
 busy=$(busy_warning "$(printf '%s\n%s\n' "$load_before" "$load_after" | sort -g | tail -n 1)")
 
@@ -122,7 +203,7 @@ fi
 mkdir -p "$(dirname "$summary")"
 compare_status=0
 # shellcheck disable=SC2086  # compare_args is a list of options
-"$pb" compare "$baseline" "$out/pooled" --mode "$mode" $compare_args --markdown "$summary" || compare_status=$?
+"$pb" compare "$compared_base" "$compared_new" --mode "$mode" $compare_args --markdown "$summary" || compare_status=$?
 if [ -n "$busy" ]; then
   echo "gate: $busy" >&2
   if [ -f "$summary" ]; then printf '\n%s\n' "$busy" >> "$summary"; fi

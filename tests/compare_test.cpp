@@ -8,6 +8,7 @@
 
 #include "compare.hpp"
 #include "crafted_runs.hpp"
+#include "phasebench/errors.hpp"
 
 namespace pb {
 namespace {
@@ -156,6 +157,45 @@ TEST(Compare, FastestQuarterIgnoresRepetitionsOtherWorkSlowed) {
   EXPECT_NE(result.output.find("fastest 25% of repetitions"), std::string::npos) << result.output;
 }
 
+compare::Options cpu_metric() {
+  compare::Options options;
+  options.metric = compare::Metric::Cpu;
+  return options;
+}
+
+// A busy machine: other processes hold the CPU for most repetitions of the new run. Its wall
+// times grow with that share, its CPU times do not -- unless the variant itself does more work.
+TEST(Compare, CpuTimeIgnoresTimeOtherProcessesHeldTheCpu) {
+  CraftedRun quiet = base_run(), busy = rerun(base_run());
+  for (auto& row : quiet.rows) row.reps = 30;
+  for (auto& row : busy.rows) row.reps = 30, row.disturbed = 0.9;
+  EXPECT_TRUE(compare_crafted(quiet, busy).failed()) << "wall time: every row looks slower";
+  const auto c = compare_crafted(quiet, busy, cpu_metric());
+  EXPECT_FALSE(c.failed());
+  EXPECT_EQ(c.tested, 4);
+  for (const auto& rc : c.rows) EXPECT_LT(std::abs(rc.change), 0.03) << rc.name;
+
+  testing::find_row(busy, "kokkos", "batched_metrics").median_ms *= 1.25;  // real extra work
+  const auto slowed = compare_crafted(quiet, busy, cpu_metric());
+  EXPECT_EQ(verdict_of(slowed, "kokkos/cpu/1_batched_metrics"), Verdict::Regression);
+  EXPECT_EQ(slowed.count(Verdict::Regression), 1);
+
+  const auto result = run_phasebench(command(write_run("quiet", quiet), write_run("busy", busy), "--metric cpu"));
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("CPU time of the process"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("base CPU ms"), std::string::npos) << result.output;
+}
+
+// The metric decides which column is compared: a change in CPU time alone is caught by --metric
+// cpu and not by the default, and the other way round.
+TEST(Compare, MetricChoosesTheColumnCompared) {
+  CraftedRun more_cpu = rerun(base_run());
+  testing::find_row(more_cpu, "kokkos", "baseline").cpu_factor = 1.3;  // e.g. a spinning helper thread
+  EXPECT_FALSE(compare_crafted(base_run(), more_cpu).failed());
+  EXPECT_EQ(verdict_of(compare_crafted(base_run(), more_cpu, cpu_metric()), "kokkos/cpu/0_baseline"),
+            Verdict::Regression);
+}
+
 // ---- rows and statuses ---------------------------------------------------------------------------
 
 TEST(Compare, MissingAndNewRowsAreReportedNotFailed) {
@@ -281,6 +321,27 @@ void expect_input_error(const std::string& arguments, const std::vector<std::str
     EXPECT_NE(result.output.find(text), std::string::npos) << "should mention '" << text << "':\n" << result.output;
 }
 
+// Files written before cpu_ms was recorded have no CPU time. A run with none at all is a bad
+// input for --metric cpu (exit 2, naming it); rows without it in a run that has some are
+// untested, with a warning that says why.
+TEST(Compare, RunsWithoutCpuTimeAreRefusedOrUntestedInCpuMetric) {
+  CraftedRun old = base_run();
+  for (auto& row : old.rows) row.cpu_factor = std::nan("");
+  EXPECT_THROW(compare_crafted(old, rerun(base_run()), cpu_metric()), InputError);
+  EXPECT_NO_THROW(compare_crafted(old, rerun(base_run())));
+  const fs::path old_contract = fs::path(PHASEBENCH_TESTS_DIR) / "data/compare/contract-only";
+  expect_input_error(command(old_contract, write_run("current", base_run()), "--metric cpu"),
+                     {old_contract.string(), "cpu_ms", "--metric wall"});
+
+  CraftedRun partly = base_run();
+  testing::find_row(partly, "kokkos", "baseline").cpu_factor = std::nan("");
+  const auto c = compare_crafted(partly, rerun(base_run()), cpu_metric());
+  EXPECT_EQ(c.tested, 3);
+  EXPECT_EQ(verdict_of(c, "kokkos/cpu/0_baseline"), Verdict::Untested);
+  ASSERT_FALSE(c.warnings.empty());
+  EXPECT_NE(c.warnings.back().find("cpu_ms"), std::string::npos) << c.warnings.back();
+}
+
 TEST(Compare, NewerSchemaIsRejectedNamingFileAndLine) {
   CraftedRun future = rerun(base_run());
   future.rows[1].schema = kResultsSchemaVersion + 1;
@@ -338,6 +399,7 @@ TEST(Compare, BadOptionsAreUsageErrors) {
   expect_input_error(command(base, base, "--alpha 2"), {"--alpha"});
   expect_input_error(command(base, base, "--threshold -1"), {"--threshold"});
   expect_input_error(command(base, base, "--fastest 0"), {"--fastest"});
+  expect_input_error(command(base, base, "--metric cycles"), {"--metric"});
   expect_input_error("compare " + base.string(), {"NEW"});
   expect_input_error(command(base, base, "--markdown /nonexistent/folder/summary.md"), {"/nonexistent/folder"});
 }

@@ -79,7 +79,16 @@ TEST(Merge, ShardsOfARunMergeIntoTheWholeRun) {
   EXPECT_EQ(run.rows.size(), row_keys(whole).size()) << "each case once";
   for (const ResultRow& row : run.rows)
     if (row.status == "OK") {
-      EXPECT_EQ(run.samples.at(compare::row_key(row)).size(), 3u) << compare::row_name(row);
+      const std::string key = compare::row_key(row);
+      EXPECT_EQ(run.samples.at(key).size(), 3u) << compare::row_name(row);
+      ASSERT_EQ(run.cpu_samples.at(key).size(), 3u) << compare::row_name(row);
+      for (size_t rep = 0; rep < 3; ++rep) {
+        const double cpu = run.cpu_samples.at(key)[rep], wall = run.samples.at(key)[rep];
+        EXPECT_GT(cpu, 0) << compare::row_name(row);
+        // Per iteration, like `ms`; the serial reference has one thread, which cannot use more
+        // CPU time than the time that passed.
+        if (row.backend == "reference") EXPECT_LE(cpu, 1.05 * wall + 0.01) << compare::row_name(row);
+      }
     }
   const nlohmann::json machine = read_json(merged / "machine.json");
   EXPECT_EQ(machine["merged_from"].size(), 2u);
@@ -146,6 +155,11 @@ TEST(Merge, PoolJoinsTheSamplesOfRepeatedRunsAndRecomputesTheRows) {
   EXPECT_EQ(reference.reps, 24);
   EXPECT_EQ(pooled.samples.at(compare::row_key(reference)).size(), 24u);
   EXPECT_NEAR(reference.median_ms, 1.0, 0.01);
+  // CPU times travel with their repetitions: the first process's, then the second's.
+  const compare::RunData p1 = compare::load_run(write_run("p1-again", first).string());
+  const std::vector<double>& cpu = pooled.cpu_samples.at(compare::row_key(reference));
+  ASSERT_EQ(cpu.size(), 24u);
+  EXPECT_EQ(std::vector<double>(cpu.begin(), cpu.begin() + 12), p1.cpu_samples.at(compare::row_key(reference)));
   EXPECT_EQ(by_phase["kokkos/baseline"].status, "FAIL") << "a failure in any process fails the pool";
   EXPECT_FALSE(pooled.samples.count(compare::row_key(by_phase["kokkos/baseline"])));
   // Speedups come from the pooled samples; phase 0 failed, so phase 1 is the lowest timed phase.

@@ -22,11 +22,30 @@ test -f "$PHASEBENCH_BASELINES_DIR/$fingerprint/samples.csv"
 PHASEBENCH_GATE_OUT=$scratch/gate PHASEBENCH_GATE_SUMMARY=$scratch/summary.md bash "$repo/ci/gate.sh"
 grep -q "phasebench compare: passed" "$scratch/summary.md"
 grep -q "mode time" "$scratch/summary.md"
+grep -q "CPU time of the process" "$scratch/summary.md"  # the gate compares CPU time by default
 test -d "$scratch/gate/process-3" && test -f "$scratch/gate/pooled/results.csv"
 # A run on a busy machine says so beside its verdict (any load counts as busy with a limit of -1).
 PHASEBENCH_GATE_BUSY_LOAD=-1 PHASEBENCH_GATE_OUT=$scratch/busy PHASEBENCH_GATE_SUMMARY=$scratch/busy.md \
   bash "$repo/ci/gate.sh"
 grep -q "machine was busy" "$scratch/busy.md"
+
+# Against a base build run interleaved with this one (here the same build: an A/A comparison), with
+# no baseline at all: processes alternate base, new / new, base / base, new, and both are pooled.
+PHASEBENCH_BASELINES_DIR=$scratch/none PHASEBENCH_GATE_BASE_BUILD=$build PHASEBENCH_GATE_OUT=$scratch/ab \
+  PHASEBENCH_GATE_SUMMARY=$scratch/ab.md bash "$repo/ci/gate.sh"
+grep -q "phasebench compare: passed" "$scratch/ab.md"
+grep -q "mode time" "$scratch/ab.md"
+test "$scratch/ab/base/process-1/results.csv" -ot "$scratch/ab/new/process-1/results.csv"
+test "$scratch/ab/new/process-2/results.csv" -ot "$scratch/ab/base/process-2/results.csv"
+test "$scratch/ab/base/process-3/results.csv" -ot "$scratch/ab/new/process-3/results.csv"
+test -f "$scratch/ab/base/pooled/samples.csv" && test -f "$scratch/ab/new/pooled/samples.csv"
+# A base that is not a commit, or a base build without phasebench, is bad setup: exit 2, named.
+for setting in PHASEBENCH_GATE_BASE_REF=no-such-ref PHASEBENCH_GATE_BASE_BUILD=$scratch/none; do
+  status=0
+  env "$setting" PHASEBENCH_GATE_OUT="$scratch/bad-base" bash "$repo/ci/gate.sh" 2> "$scratch/stderr" || status=$?
+  test "$status" -eq 2
+  grep -q "${setting#*=}" "$scratch/stderr"
+done
 
 status=0
 PHASEBENCH_BASELINES_DIR=$scratch/none PHASEBENCH_GATE_OUT=$scratch/orphan bash "$repo/ci/gate.sh" \

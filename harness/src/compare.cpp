@@ -6,6 +6,7 @@
 #include <cmath>
 #include <tuple>
 
+#include "phasebench/errors.hpp"
 #include "phasebench/runner.hpp"
 
 namespace pb::compare {
@@ -18,17 +19,23 @@ struct Measurement {
   std::vector<double> values;
 };
 
-const std::vector<double>* samples_of(const RunData& run, const ResultRow& row) {
-  const auto found = run.samples.find(row_key(row));
-  return found == run.samples.end() || found->second.empty() ? nullptr : &found->second;
+// The row's repetitions in the metric compared; nullptr when there are none (or, for CPU time,
+// when the file predates the cpu_ms column).
+const std::vector<double>* samples_of(const RunData& run, const ResultRow& row, Metric metric) {
+  const auto& by_key = metric == Metric::Cpu ? run.cpu_samples : run.samples;
+  const auto found = by_key.find(row_key(row));
+  if (found == by_key.end() || found->second.empty()) return nullptr;
+  const auto& values = found->second;
+  if (std::any_of(values.begin(), values.end(), [](double v) { return std::isnan(v); })) return nullptr;
+  return &values;
 }
 
 // The row `row` is divided by in ratio mode: the workload's serial reference, or the lowest timed
 // phase of the same backend and device. Only rows that were timed qualify.
-const ResultRow* ratio_base_of(const RunData& run, const ResultRow& row, RatioBase base) {
+const ResultRow* ratio_base_of(const RunData& run, const ResultRow& row, RatioBase base, Metric metric) {
   const ResultRow* best = nullptr;
   for (const ResultRow& other : run.rows) {
-    if (other.status != "OK" || !samples_of(run, other)) continue;
+    if (other.status != "OK" || !samples_of(run, other, metric)) continue;
     if (other.suite != row.suite || other.workload != row.workload || other.size != row.size) continue;
     if (base == RatioBase::Reference) {
       if (other.backend == "reference") return &other;
@@ -65,24 +72,25 @@ std::vector<double> fastest(std::vector<double> samples, double percent) {
 
 Measurement measure(const RunData& run, const ResultRow& row, const Options& options) {
   Measurement measurement;
-  const std::vector<double>* times = samples_of(run, row);
+  const std::vector<double>* times = samples_of(run, row, options.metric);
   if (!times) return measurement;
   if (options.mode == Mode::Time) {
     measurement.state = Measurement::State::Available;
     measurement.values = fastest(*times, options.fastest_pct);
     return measurement;
   }
-  const ResultRow* base = ratio_base_of(run, row, options.ratio_to);
+  const ResultRow* base = ratio_base_of(run, row, options.ratio_to, options.metric);
   if (!base) return measurement;  // nothing to divide by: untested
+  const std::vector<double>& base_times = *samples_of(run, *base, options.metric);
   if (row_key(*base) == row_key(row)) {
     measurement.state = Measurement::State::IsRatioBase;
     return measurement;
   }
   measurement.state = Measurement::State::Available;
   if (options.fastest_pct >= 100) {
-    measurement.values = relative_times(*times, *samples_of(run, *base), base->run_id == row.run_id);
+    measurement.values = relative_times(*times, base_times, base->run_id == row.run_id);
   } else {  // undisturbed repetitions of the row over the base's undisturbed level
-    const std::vector<double> base_fastest = fastest(*samples_of(run, *base), options.fastest_pct);
+    const std::vector<double> base_fastest = fastest(base_times, options.fastest_pct);
     measurement.values = relative_times(fastest(*times, options.fastest_pct), base_fastest, false);
   }
   return measurement;
@@ -90,9 +98,9 @@ Measurement measure(const RunData& run, const ResultRow& row, const Options& opt
 
 // ---- one row -------------------------------------------------------------------------------------
 
-// Rows without samples still show the medians results.csv recorded (time mode only).
+// Rows without samples still show the medians results.csv recorded (wall time mode only).
 void add_recorded_medians(RowComparison& rc, const Options& options) {
-  if (options.mode != Mode::Time) return;
+  if (options.mode != Mode::Time || options.metric != Metric::Wall) return;
   if (rc.base) rc.base_value = rc.base->median_ms;
   if (rc.fresh) rc.new_value = rc.fresh->median_ms;
   if (!std::isnan(rc.base_value) && !std::isnan(rc.new_value)) rc.change = rc.new_value / rc.base_value - 1;
@@ -238,9 +246,10 @@ void warn_about_power(Comparison& comparison) {
 }
 
 void warn_about_rows(Comparison& comparison) {
-  int matched = 0, threads_differ = 0, untested = 0;
+  int matched = 0, threads_differ = 0, untested = 0, devices = 0;
   for (const RowComparison& rc : comparison.rows) {
     matched += rc.base && rc.fresh;
+    if (rc.base && rc.fresh && rc.fresh->device != "cpu" && !std::isnan(rc.p_slower)) ++devices;
     if (rc.base && rc.fresh && rc.base->threads != rc.fresh->threads) ++threads_differ;
     if (rc.verdict == Verdict::Untested) ++untested;
   }
@@ -250,8 +259,16 @@ void warn_about_rows(Comparison& comparison) {
     comparison.warnings.push_back(std::to_string(threads_differ) + " rows ran with a different thread count");
   if (untested)
     comparison.warnings.push_back(std::to_string(untested) + " rows are OK on both sides but have no samples" +
+                                  (comparison.options.metric == Metric::Cpu ? " in CPU time" : "") +
                                   (comparison.options.mode == Mode::Ratio ? " or no timed ratio base" : "") +
-                                  ": not tested");
+                                  ": not tested" +
+                                  (comparison.options.metric == Metric::Cpu
+                                       ? " (runs written before phasebench recorded cpu_ms have none)"
+                                       : ""));
+  if (devices && comparison.options.metric == Metric::Cpu)
+    comparison.warnings.push_back(std::to_string(devices) +
+                                  " rows ran on a device: their CPU time leaves out the time the host waited "
+                                  "for it, so --metric cpu does not see the device's work slow down");
 }
 
 }  // namespace
@@ -291,7 +308,25 @@ bool Comparison::failed() const {
   return std::any_of(rows.begin(), rows.end(), [](const auto& rc) { return fails_gate(rc.verdict); });
 }
 
+namespace {
+
+// A run with no CPU time at all cannot be compared in it: better said at once than every row
+// reported untested.
+void require_cpu_times(const RunData& run) {
+  for (const auto& [key, values] : run.cpu_samples)
+    if (std::none_of(values.begin(), values.end(), [](double v) { return std::isnan(v); })) return;
+  if (run.samples.empty()) return;  // nothing timed at all: no time to compare either
+  throw InputError(run.label + " has no CPU times (its samples.csv has no cpu_ms values: recorded by "
+                   "an older phasebench); record it again, or compare with --metric wall");
+}
+
+}  // namespace
+
 Comparison compare_runs(const RunData& base, const RunData& fresh, const Options& options) {
+  if (options.metric == Metric::Cpu) {
+    require_cpu_times(base);
+    require_cpu_times(fresh);
+  }
   Comparison comparison;
   comparison.options = options;
   comparison.base_label = base.label;

@@ -26,6 +26,8 @@ struct RunData {
   std::vector<ResultRow> rows;
   std::vector<SampleRow> sample_rows;
   std::map<std::string, std::vector<double>> samples;  // by row_key(), in repetition order
+  // CPU time per iteration, parallel to `samples` (kMissing where the file did not record it).
+  std::map<std::string, std::vector<double>> cpu_samples;
   nlohmann::json machine;                              // null when machine.json is absent
   std::string fingerprint() const;                     // "" when unknown
 };
@@ -41,6 +43,10 @@ std::string row_key(const SampleRow& sample);
 std::string row_name(const ResultRow& row);
 
 enum class Mode { Time, Ratio };
+/// What a repetition's time is: the wall clock (what users wait for), or the CPU time the
+/// process used. CPU time leaves out the time other processes held the CPU, so it survives a
+/// busy machine; it also leaves out waiting (for a GPU, for I/O), so it is for CPU rows.
+enum class Metric { Wall, Cpu };
 /// What a row's time is divided by in ratio mode (each run's own rows, so machines cancel out).
 enum class RatioBase { Reference, Phase0 };
 
@@ -48,6 +54,7 @@ struct Options {
   double threshold_pct = 5;  // a slowdown must exceed this (percent of the base median) to fail
   double alpha = 0.05;       // family-wise error rate over the rows tested (Holm)
   Mode mode = Mode::Time;
+  Metric metric = Metric::Wall;
   RatioBase ratio_to = RatioBase::Reference;
   double fastest_pct = 100;  // compare only the fastest this many percent of each row's samples
 };

@@ -49,7 +49,7 @@ void add_shard_option(CLI::App& run, Selection& selection) {
 
 struct RegressionCommands::Parsed {
   CLI::App* compare = nullptr;
-  std::string base, fresh, markdown, mode = "time", ratio_to = "reference";
+  std::string base, fresh, markdown, mode = "time", ratio_to = "reference", metric = "wall";
   compare::Options options;
 
   CLI::App* merge = nullptr;
@@ -69,6 +69,7 @@ int RegressionCommands::Parsed::run_compare() {
   if (!folder.empty() && !std::filesystem::is_directory(folder))
     throw InputError("--markdown " + markdown + ": the folder " + folder.string() + " does not exist");
   options.mode = mode == "ratio" ? compare::Mode::Ratio : compare::Mode::Time;
+  options.metric = metric == "cpu" ? compare::Metric::Cpu : compare::Metric::Wall;
   options.ratio_to = ratio_to == "phase0" ? compare::RatioBase::Phase0 : compare::RatioBase::Reference;
   const compare::RunData base_run = compare::load_run(base), new_run = compare::load_run(fresh);
   const compare::Comparison comparison = compare::compare_runs(base_run, new_run, options);
@@ -92,6 +93,10 @@ RegressionCommands::RegressionCommands(CLI::App& app) : parsed_(std::make_unique
       ->check(CLI::Range(1e-12, 0.5));
   p.compare->add_option("--mode", p.mode, "time (same machine) or ratio (within-run ratios; any machines)")
       ->check(CLI::IsMember({"time", "ratio"}));
+  p.compare->add_option("--metric", p.metric,
+                        "wall (default: elapsed time) or cpu (CPU time of the process: not inflated when "
+                        "other work holds the CPU; for CPU rows)")
+      ->check(CLI::IsMember({"wall", "cpu"}));
   p.compare->add_option("--ratio-to", p.ratio_to, "ratio mode divides by: reference (default) or phase0")
       ->check(CLI::IsMember({"reference", "phase0"}));
   p.compare->add_option("--fastest", p.options.fastest_pct,

@@ -69,18 +69,26 @@ void index_samples(RunData& run, const std::string& samples_path) {
     anonymous.suite.clear();
     by_key_without_suite[row_key(anonymous)] = row_key(row);
   }
-  std::map<std::string, std::vector<std::pair<int, double>>> by_rep;
+  struct Repetition {
+    int rep;
+    double ms, cpu_ms;
+    bool operator<(const Repetition& other) const { return rep < other.rep; }
+  };
+  std::map<std::string, std::vector<Repetition>> by_rep;
   for (size_t i = 0; i < run.sample_rows.size(); ++i) {
     const SampleRow& sample = run.sample_rows[i];
     auto& reps = by_rep[sample_key(sample, by_key_without_suite)];
-    if (std::any_of(reps.begin(), reps.end(), [&](const auto& r) { return r.first == sample.rep; }))
+    if (std::any_of(reps.begin(), reps.end(), [&](const Repetition& r) { return r.rep == sample.rep; }))
       throw InputError(where(samples_path, i) + ": repetition " + std::to_string(sample.rep) + " of " +
                        row_key(sample) + " appears twice");
-    reps.emplace_back(sample.rep, sample.ms);
+    reps.push_back({sample.rep, sample.ms, sample.cpu_ms});
   }
   for (auto& [key, reps] : by_rep) {
     std::sort(reps.begin(), reps.end());
-    for (const auto& rep : reps) run.samples[key].push_back(rep.second);
+    for (const Repetition& rep : reps) {
+      run.samples[key].push_back(rep.ms);
+      run.cpu_samples[key].push_back(rep.cpu_ms);
+    }
   }
 }
 

@@ -50,7 +50,8 @@ std::string status_text(const RowComparison& rc) {
 }
 
 std::vector<std::string> header(const Options& options) {
-  const std::string unit = options.mode == Mode::Time ? " ms" : " vs " + ratio_base_name(options);
+  const std::string unit = options.mode == Mode::Time ? (options.metric == Metric::Cpu ? " CPU ms" : " ms")
+                                                      : " vs " + ratio_base_name(options);
   return {"row", "status", "base" + unit, "new" + unit, "change [95% CI]", "p (Holm)", "verdict"};
 }
 
@@ -86,6 +87,7 @@ std::string counts_text(const Comparison& c) {
 std::string settings_text(const Comparison& c) {
   const Options& o = c.options;
   std::string mode = o.mode == Mode::Time ? "time" : "ratio (time relative to " + ratio_base_name(o) + ")";
+  if (o.metric == Metric::Cpu) mode += ", CPU time of the process";
   if (o.fastest_pct < 100) mode += ", fastest " + printf_text("%g", o.fastest_pct) + "% of repetitions";
   return "mode " + mode + ", threshold " + printf_text("%g", o.threshold_pct) + "%, alpha " +
          printf_text("%g", o.alpha) + " (Holm over " + plural(c.tested, "tested row") + " of " +
@@ -144,7 +146,8 @@ std::string method_text(const Comparison& c) {
   const std::string which = c.options.fastest_pct < 100
                                 ? " over its fastest " + printf_text("%g", c.options.fastest_pct) + "% of repetitions"
                                 : "";
-  return "A row regresses when its median time" + which +
+  return "A row regresses when its median " + std::string(c.options.metric == Metric::Cpu ? "CPU time" : "time") +
+         which +
          std::string(c.options.mode == Mode::Ratio ? " relative to " + ratio_base_name(c.options) : "") +
          " grows by more than " + printf_text("%g", c.options.threshold_pct) +
          "% and a one-sided Mann-Whitney U test on the repetition samples, Holm-corrected over the rows "

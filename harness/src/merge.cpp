@@ -70,8 +70,9 @@ void check_shards(const std::vector<RunData>& runs, std::vector<std::string>& no
 }
 
 void add_samples(MergedRows& merged, const RunData& run, const ResultRow& row) {
-  const auto found = run.samples.find(compare::row_key(row));
-  if (found != run.samples.end()) append_samples(merged, row, found->second);
+  const std::string key = compare::row_key(row);
+  const auto found = run.samples.find(key);
+  if (found != run.samples.end()) append_samples(merged, row, found->second, run.cpu_samples.at(key));
 }
 
 // Rows keep their own run_id, so `compare --mode ratio` knows which rows were timed together.
@@ -133,10 +134,11 @@ std::string merged_benchmark_json(const std::vector<RunData>& runs) {
 
 }  // namespace
 
-void append_samples(MergedRows& merged, const ResultRow& row, const std::vector<double>& samples) {
+void append_samples(MergedRows& merged, const ResultRow& row, const std::vector<double>& samples,
+                    const std::vector<double>& cpu_samples) {
   for (size_t rep = 0; rep < samples.size(); ++rep)
     merged.samples.push_back({row.workload, row.size, row.backend, row.device, row.phase, static_cast<int>(rep),
-                              samples[rep], row.suite});
+                              samples[rep], row.suite, rep < cpu_samples.size() ? cpu_samples[rep] : kMissing});
 }
 
 std::vector<std::string> merge_runs(const MergeOptions& options) {

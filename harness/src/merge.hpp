@@ -39,7 +39,8 @@ struct MergedRows {
 /// check in any input fails in the pool.
 MergedRows pool_rows(const std::vector<compare::RunData>& runs, const std::string& run_id);
 
-/// Adds `row`'s samples (in repetition order) to `merged`.
-void append_samples(MergedRows& merged, const ResultRow& row, const std::vector<double>& samples);
+/// Adds `row`'s samples (in repetition order), wall and CPU time, to `merged`.
+void append_samples(MergedRows& merged, const ResultRow& row, const std::vector<double>& samples,
+                    const std::vector<double>& cpu_samples);
 
 }  // namespace pb::merge

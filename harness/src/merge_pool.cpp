@@ -68,7 +68,7 @@ void recompute_speedups(std::vector<ResultRow>& rows, const Samples& samples) {
 MergedRows pool_rows(const std::vector<compare::RunData>& runs, const std::string& run_id) {
   MergedRows pooled;
   std::map<std::string, size_t> index;  // row key -> position in pooled.rows
-  Samples samples;
+  Samples samples, cpu_samples;
   for (const compare::RunData& run : runs) {
     for (const ResultRow& row : run.rows) {
       const std::string key = compare::row_key(row);
@@ -79,8 +79,11 @@ MergedRows pool_rows(const std::vector<compare::RunData>& runs, const std::strin
         kept.status = row.status;
         kept.reason = row.reason;
       }
-      if (const auto found = run.samples.find(key); found != run.samples.end())
+      if (const auto found = run.samples.find(key); found != run.samples.end()) {
         samples[key].insert(samples[key].end(), found->second.begin(), found->second.end());
+        const std::vector<double>& cpu = run.cpu_samples.at(key);
+        cpu_samples[key].insert(cpu_samples[key].end(), cpu.begin(), cpu.end());
+      }
     }
   }
   for (auto it = samples.begin(); it != samples.end();) {  // failed rows keep no samples
@@ -95,7 +98,7 @@ MergedRows pool_rows(const std::vector<compare::RunData>& runs, const std::strin
   recompute_speedups(pooled.rows, samples);
   for (const ResultRow& row : pooled.rows)
     if (const auto found = samples.find(compare::row_key(row)); found != samples.end())
-      append_samples(pooled, row, found->second);
+      append_samples(pooled, row, found->second, cpu_samples.at(found->first));
   return pooled;
 }
 

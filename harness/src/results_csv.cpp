@@ -135,7 +135,7 @@ const auto& sample_fields() {
   static const std::array fields{
       field("workload", &S::workload), field("size", &S::size), field("backend", &S::backend),
       field("device", &S::device), field("phase", &S::phase), field("rep", &S::rep),
-      field("ms", &S::ms), field("suite", &S::suite, false),
+      field("ms", &S::ms), field("suite", &S::suite, false), field("cpu_ms", &S::cpu_ms, false),
   };
   return fields;
 }

@@ -195,9 +195,9 @@ void add_speedups(ResultRow& row, const std::vector<LiveCase>& cases,
                 row.speedup_vs_reference_ci_high, samples.at(ref), mine);
 }
 
-SampleRow sample_row(const Case& c, int rep, double ms) {
+SampleRow sample_row(const Case& c, int rep, double ms, double cpu_ms) {
   return {c.workload->name(), to_string(c.size), c.ladder->backend, c.device, c.phase_name, rep, ms,
-          c.workload->suite()};
+          c.workload->suite(), cpu_ms};
 }
 
 }  // namespace
@@ -237,8 +237,10 @@ RunOutcome execute_run(const RunOptions& options) {
       row.iterations_per_rep = timings.iterations_per_rep.at(i);
       add_speedups(row, cases, timings.samples, i);
       const auto& samples = timings.samples.at(i);
+      const auto& cpu_samples = timings.cpu_samples.at(i);
       for (size_t rep = 0; rep < samples.size(); ++rep)
-        outcome.samples.push_back(sample_row(cases[i].spec, static_cast<int>(rep), samples[rep]));
+        outcome.samples.push_back(
+            sample_row(cases[i].spec, static_cast<int>(rep), samples[rep], cpu_samples[rep]));
     }
     outcome.rows.push_back(std::move(row));
   }

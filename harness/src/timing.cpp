@@ -25,7 +25,7 @@ int64_t warm_up_and_calibrate(LiveCase& live, const TimingPlan& plan) {
 }
 
 // Forwards everything to Google Benchmark's JSON reporter (benchmark.json) and collects each
-// repetition's time per iteration, keyed by benchmark name.
+// repetition's wall and CPU time per iteration, keyed by benchmark name.
 class CollectingReporter : public benchmark::BenchmarkReporter {
  public:
   explicit CollectingReporter(std::ostream& json_out) {
@@ -35,15 +35,19 @@ class CollectingReporter : public benchmark::BenchmarkReporter {
   bool ReportContext(const Context& context) override { return json_.ReportContext(context); }
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& run : runs)
-      if (run.iterations > 0) milliseconds_[run.run_name.function_name] = run.GetAdjustedRealTime();
+      if (run.iterations > 0)
+        milliseconds_[run.run_name.function_name] = {run.GetAdjustedRealTime(), run.GetAdjustedCPUTime()};
     json_.ReportRuns(runs);
   }
   void Finalize() override { json_.Finalize(); }
-  const std::map<std::string, double>& milliseconds() const { return milliseconds_; }
+  struct WallAndCpu {
+    double wall_ms, cpu_ms;
+  };
+  const std::map<std::string, WallAndCpu>& milliseconds() const { return milliseconds_; }
 
  private:
   benchmark::JSONReporter json_;
-  std::map<std::string, double> milliseconds_;
+  std::map<std::string, WallAndCpu> milliseconds_;
 };
 
 struct Registered {
@@ -106,6 +110,9 @@ Timings time_cases(std::vector<LiveCase>& cases, const TimingPlan& plan,
       })
           ->Iterations(timings.iterations_per_rep[index])
           ->UseManualTime()
+          // CPU time of every thread of the process, not only this one: a variant's worker
+          // threads do its work too.
+          ->MeasureProcessCPUTime()
           ->Unit(benchmark::kMillisecond);
       registered.push_back({index, rep, name});
     }
@@ -126,8 +133,9 @@ Timings time_cases(std::vector<LiveCase>& cases, const TimingPlan& plan,
   for (const Registered& r : registered) {
     if (cases[r.case_index].status != Status::Ok) continue;
     const auto found = reporter.milliseconds().find(r.name);
-    if (found != reporter.milliseconds().end())
-      timings.samples[r.case_index].push_back(found->second);
+    if (found == reporter.milliseconds().end()) continue;
+    timings.samples[r.case_index].push_back(found->second.wall_ms);
+    timings.cpu_samples[r.case_index].push_back(found->second.cpu_ms);
   }
   return timings;
 }

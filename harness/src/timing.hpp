@@ -23,6 +23,8 @@ struct TimingPlan {
 struct Timings {
   // Per case index: milliseconds per iteration, one value per repetition, in repetition order.
   std::map<size_t, std::vector<double>> samples;
+  // The same, in CPU time of the process per iteration (SampleRow::cpu_ms).
+  std::map<size_t, std::vector<double>> cpu_samples;
   std::map<size_t, int64_t> iterations_per_rep;
   std::string benchmark_json;  // Google Benchmark's own JSON report
 };

@@ -47,6 +47,10 @@ struct SampleRow {
   int rep = 0;
   double ms = 0;
   std::string suite;  // added column
+  // Added column: CPU time the process used per iteration, in ms (all its threads; kMissing in
+  // files written before it was recorded). Unlike `ms` it does not grow while other work on the
+  // machine holds the CPU, which is what `compare --metric cpu` relies on.
+  double cpu_ms = kMissing;
 };
 
 std::vector<std::string> results_columns();
