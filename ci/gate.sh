@@ -200,10 +200,26 @@ if [ "$mode_arg" = --record ]; then
   exit 0
 fi
 
+# A base built, or a baseline recorded, before phasebench recorded CPU time (samples.csv without
+# cpu_ms) has none to compare: the gate falls back to wall time and says so.
+fallback=""
+base_samples=$compared_base
+if [ -d "$base_samples" ]; then base_samples=$base_samples/samples.csv; else base_samples=$(dirname "$base_samples")/samples.csv; fi
+has_cpu_times() {  # a cpu_ms column with at least one value (pooling an old run writes it empty)
+  awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "cpu_ms") column = i; next }
+           column && $column != "" { found = 1; exit } END { exit !found }' "$1" 2> /dev/null
+}
+if [[ " $compare_args " == *" --metric cpu "* ]] && ! has_cpu_times "$base_samples"; then
+  compare_args=${compare_args/--metric cpu/--metric wall}
+  fallback="**Note:** the base ($compared_base) has no CPU times (it was recorded, or its commit built, before phasebench kept them), so this comparison is in wall time, which a busy machine disturbs more (docs/regression-gate.md)."
+  echo "gate: $fallback" >&2
+fi
+
 mkdir -p "$(dirname "$summary")"
 compare_status=0
 # shellcheck disable=SC2086  # compare_args is a list of options
 "$pb" compare "$compared_base" "$compared_new" --mode "$mode" $compare_args --markdown "$summary" || compare_status=$?
+if [ -n "$fallback" ] && [ -f "$summary" ]; then printf '\n%s\n' "$fallback" >> "$summary"; fi
 if [ -n "$busy" ]; then
   echo "gate: $busy" >&2
   if [ -f "$summary" ]; then printf '\n%s\n' "$busy" >> "$summary"; fi

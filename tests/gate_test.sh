@@ -24,6 +24,16 @@ grep -q "phasebench compare: passed" "$scratch/summary.md"
 grep -q "mode time" "$scratch/summary.md"
 grep -q "CPU time of the process" "$scratch/summary.md"  # the gate compares CPU time by default
 test -d "$scratch/gate/process-3" && test -f "$scratch/gate/pooled/results.csv"
+# A base without CPU times: the gate compares wall time and says so. (An old run pooled by this
+# phasebench, as the gate pools a base build's processes, has the cpu_ms column but no values.)
+cp -r "$PHASEBENCH_BASELINES_DIR/$fingerprint" "$scratch/old-baseline"
+awk -F, -v OFS=, 'NR > 1 { $NF = "" } { print }' "$PHASEBENCH_BASELINES_DIR/$fingerprint/samples.csv" \
+  > "$scratch/old-baseline/samples.csv"
+PHASEBENCH_BASELINE=$scratch/old-baseline PHASEBENCH_GATE_OUT=$scratch/old PHASEBENCH_GATE_SUMMARY=$scratch/old.md \
+  bash "$repo/ci/gate.sh"
+grep -q "phasebench compare: passed" "$scratch/old.md"
+grep -q "has no CPU times" "$scratch/old.md"
+if grep -q "CPU time of the process" "$scratch/old.md"; then exit 1; fi
 # A run on a busy machine says so beside its verdict (any load counts as busy with a limit of -1).
 PHASEBENCH_GATE_BUSY_LOAD=-1 PHASEBENCH_GATE_OUT=$scratch/busy PHASEBENCH_GATE_SUMMARY=$scratch/busy.md \
   bash "$repo/ci/gate.sh"
