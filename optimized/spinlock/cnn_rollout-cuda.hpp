@@ -66,15 +66,7 @@ PB_HOST_DEVICE inline float gelu(float v, bool tanh_form) {
   return 0.5f * v * (1.0f + erff(v * 0.7071067811865476f));
 }
 
-PB_HOST_DEVICE inline float policy_update(ref::Policy policy, float x, float o) {
-  switch (policy) {
-    case ref::Policy::Autoregressive: return o;
-    case ref::Policy::Residual: return x + static_cast<float>(ref::kResidualDt) * o;
-    case ref::Policy::Convex:
-      return static_cast<float>(ref::kConvexAlpha) * x + static_cast<float>(1 - ref::kConvexAlpha) * o;
-  }
-  return o;
-}
+using ref::policy_update;
 
 /// The 1x1 head's output channel f at pixel p of one sample [channels, plane].
 PB_HOST_DEVICE inline float head_pixel(const float* act, int channels, int64_t plane, const float* weight,

@@ -168,15 +168,6 @@ KOKKOS_INLINE_FUNCTION void normalize_gelu_row(const float* in, typename P::Stor
   for (int x = 0; x < width; ++x) out[x] = P::store(gelu_rational((in[x] - mean) * scale + shift, kTanhForm));
 }
 
-KOKKOS_INLINE_FUNCTION float apply_policy(ref::Policy policy, float x, float o) {
-  switch (policy) {
-    case ref::Policy::Autoregressive: return o;
-    case ref::Policy::Residual: return x + static_cast<float>(ref::kResidualDt) * o;
-    case ref::Policy::Convex:
-      return static_cast<float>(ref::kConvexAlpha) * x + static_cast<float>(1 - ref::kConvexAlpha) * o;
-  }
-  return o;
-}
 
 /// Where the planes of an activation live: plane i (= sample * channels + channel) is a
 /// (height + 2 pad) x (width + 2 pad) block whose halo of `pad` pixels is zero.
@@ -291,7 +282,7 @@ Floats eager_head(const ConstFloats& x, int channels, const ConstFloats& weight,
 Floats eager_policy(ref::Policy policy, const ConstFloats& x, const ConstFloats& o) {
   Floats out = fresh<Floats>(x.extent(0));
   Kokkos::parallel_for(kPolicyLabel, RangePolicy(0, x.extent(0)),
-                       KOKKOS_LAMBDA(int64_t i) { out(i) = apply_policy(policy, x(i), o(i)); });
+                       KOKKOS_LAMBDA(int64_t i) { out(i) = ref::policy_update(policy, x(i), o(i)); });
   return out;
 }
 
@@ -544,7 +535,7 @@ void head_and_policy(const Head<P>& h, int t, int first, int samples) {
       float o = h.bias(f);
       for (int c = 0; c < h.channels; ++c)
         o += P::load(h.weight(f * h.channels + c)) * P::load(h.act(h.act_grid.row(int64_t{n - first} * h.channels + c, y) + x));
-      const float next = apply_policy(h.policy, h.trajectory(now - h.realizations * field + f * plane), o);
+      const float next = ref::policy_update(h.policy, h.trajectory(now - h.realizations * field + f * plane), o);
       h.trajectory(now + f * plane) = next;
       h.x(h.x_grid.row(int64_t{n} * kFields + f, y) + x) = P::store(next);
     }

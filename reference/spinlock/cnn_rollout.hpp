@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <numeric>
 #include <stdexcept>
+
+#include "backends/cuda/host_device.hpp"  // the policy update also runs in CUDA kernels
 #include <vector>
 
 namespace pb::reference::spinlock {
@@ -154,16 +156,22 @@ void apply_operator(const OperatorWeights<Scalar>& weights, const Scalar* x, int
     }
 }
 
+/// The policy update of one value: the next state from the state x and the operator's output o.
+/// The one definition every backend uses (also inside Kokkos and CUDA kernels).
+template <typename Scalar>
+PB_HOST_DEVICE inline Scalar policy_update(Policy policy, Scalar x, Scalar o) {
+  switch (policy) {
+    case Policy::Autoregressive: return o;
+    case Policy::Residual: return x + Scalar(kResidualDt) * o;
+    case Policy::Convex: return Scalar(kConvexAlpha) * x + Scalar(1 - kConvexAlpha) * o;
+  }
+  return o;
+}
+
 /// The policy update of one sample: x <- policy(x, o).
 template <typename Scalar>
 void apply_policy(Policy policy, const Scalar* o, int64_t count, Scalar* x) {
-  for (int64_t i = 0; i < count; ++i) {
-    switch (policy) {
-      case Policy::Autoregressive: x[i] = o[i]; break;
-      case Policy::Residual: x[i] = x[i] + Scalar(kResidualDt) * o[i]; break;
-      case Policy::Convex: x[i] = Scalar(kConvexAlpha) * x[i] + Scalar(1 - kConvexAlpha) * o[i]; break;
-    }
-  }
+  for (int64_t i = 0; i < count; ++i) x[i] = policy_update(policy, x[i], o[i]);
 }
 
 /// The trajectory [T, M, 3, H, W] of a rollout from x0 [3, H, W].
