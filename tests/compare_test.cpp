@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 
 #include "compare.hpp"
 #include "crafted_runs.hpp"
+#include "phasebench/backend.hpp"
 #include "phasebench/errors.hpp"
 
 namespace pb {
@@ -34,8 +36,8 @@ CraftedRun rerun(CraftedRun run, uint64_t seed = 2) {
 
 compare::Comparison compare_crafted(const CraftedRun& base, const CraftedRun& fresh,
                                     compare::Options options = {}) {
-  return compare::compare_runs(compare::load_run(write_run("base", base).string()),
-                               compare::load_run(write_run("new", fresh).string()), options);
+  return compare::compare_runs(results::load_run(write_run("base", base).string()),
+                               results::load_run(write_run("new", fresh).string()), options);
 }
 
 Verdict verdict_of(const compare::Comparison& c, const std::string& backend_and_phase) {
@@ -213,7 +215,7 @@ TEST(Compare, MissingAndNewRowsAreReportedNotFailed) {
 
 TEST(Compare, RowThatNowFailsItsCheckFailsTheGate) {
   CraftedRun broken = rerun(base_run());
-  testing::find_row(broken, "kokkos", "fused_lior_spd").status = "FAIL";
+  testing::find_row(broken, "kokkos", "fused_lior_spd").status = Status::Fail;
   const auto result = run_phasebench(command(write_run("base", base_run()), write_run("broken", broken)));
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_NE(result.output.find("OK -> FAIL"), std::string::npos) << result.output;
@@ -222,7 +224,7 @@ TEST(Compare, RowThatNowFailsItsCheckFailsTheGate) {
 }
 
 TEST(Compare, EveryFailureStatusCounts) {
-  for (const char* status : {"MISTRUSTED", "ERROR"}) {
+  for (Status status : {Status::Mistrusted, Status::Error}) {
     CraftedRun broken = rerun(base_run());
     testing::find_row(broken, "reference", "serial_fp32").status = status;
     EXPECT_TRUE(compare_crafted(base_run(), broken).failed()) << status;
@@ -232,7 +234,7 @@ TEST(Compare, EveryFailureStatusCounts) {
 TEST(Compare, NewRowThatFailsFailsTheGate) {
   CraftedRun fresh = rerun(base_run());
   fresh.rows.push_back({"onednn", 8, "fused_quadratic_form", 0.5});
-  fresh.rows.back().status = "ERROR";
+  fresh.rows.back().status = Status::Error;
   const auto c = compare_crafted(base_run(), fresh);
   EXPECT_TRUE(c.failed());
   EXPECT_EQ(verdict_of(c, "onednn/cpu/8_fused_quadratic_form"), Verdict::NewFailure);
@@ -240,9 +242,9 @@ TEST(Compare, NewRowThatFailsFailsTheGate) {
 
 TEST(Compare, FailingInBothOrFixedDoesNotFail) {
   CraftedRun base = base_run(), fresh = rerun(base_run());
-  testing::find_row(base, "kokkos", "baseline").status = "FAIL";
-  testing::find_row(fresh, "kokkos", "baseline").status = "FAIL";
-  testing::find_row(base, "kokkos", "fused_lior_spd").status = "ERROR";
+  testing::find_row(base, "kokkos", "baseline").status = Status::Fail;
+  testing::find_row(fresh, "kokkos", "baseline").status = Status::Fail;
+  testing::find_row(base, "kokkos", "fused_lior_spd").status = Status::Error;
   const auto c = compare_crafted(base, fresh);
   EXPECT_FALSE(c.failed());
   EXPECT_EQ(verdict_of(c, "kokkos/cpu/0_baseline"), Verdict::StillFailing);
@@ -251,7 +253,7 @@ TEST(Compare, FailingInBothOrFixedDoesNotFail) {
 
 TEST(Compare, SkippedRowsAreNotTimed) {
   CraftedRun fresh = rerun(base_run());
-  testing::find_row(fresh, "kokkos", "baseline").status = "SKIPPED";
+  testing::find_row(fresh, "kokkos", "baseline").status = Status::Skipped;
   const auto c = compare_crafted(base_run(), fresh);
   EXPECT_FALSE(c.failed());
   EXPECT_EQ(verdict_of(c, "kokkos/cpu/0_baseline"), Verdict::NotTimed);
@@ -354,8 +356,8 @@ TEST(Compare, NewerSchemaIsRejectedNamingFileAndLine) {
 // the first writers produced (tests/data/compare/contract-only): it still compares.
 TEST(Compare, OlderFilesWithFewerColumnsStillCompare) {
   const fs::path old = fs::path(PHASEBENCH_TESTS_DIR) / "data/compare/contract-only";
-  const auto c = compare::compare_runs(compare::load_run(old.string()),
-                                       compare::load_run(write_run("current", base_run()).string()), {});
+  const auto c = compare::compare_runs(results::load_run(old.string()),
+                                       results::load_run(write_run("current", base_run()).string()), {});
   EXPECT_EQ(c.tested, 4);
   EXPECT_FALSE(c.failed());
   for (const auto& rc : c.rows) EXPECT_EQ(rc.base_reps, 12) << rc.name;
@@ -363,17 +365,76 @@ TEST(Compare, OlderFilesWithFewerColumnsStillCompare) {
   EXPECT_EQ(result.exit_code, 0) << result.output;
 }
 
-TEST(Compare, MalformedCsvExitsTwoNamingFileAndLine) {
-  const fs::path dir = write_run("malformed", base_run());
+// Replaces the first `cell` of the second row (line 3) of `dir`'s results.csv with `replacement`.
+void edit_second_row(const fs::path& dir, const std::string& cell, const std::string& replacement) {
   std::ifstream in(dir / "results.csv");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   in.close();
   const size_t third_line = text.find('\n', text.find('\n') + 1) + 1;
-  const size_t cell = text.find(",2,", third_line);  // median_ms of the second row
-  ASSERT_NE(cell, std::string::npos);
-  text.replace(cell, 3, ",two,");
+  const size_t at = text.find(cell, third_line);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, cell.size(), replacement);
   std::ofstream(dir / "results.csv") << text;
+}
+
+TEST(Compare, MalformedCsvExitsTwoNamingFileAndLine) {
+  const fs::path dir = write_run("malformed", base_run());
+  edit_second_row(dir, ",2,", ",two,");  // median_ms of the second row
   expect_input_error(command(write_run("base", base_run()), dir), {(dir / "results.csv").string(), "line 3"});
+}
+
+// A status is parsed once, on reading: a word that is none of them is bad input, not a row that
+// quietly counts as "not failing".
+TEST(Compare, UnknownStatusExitsTwoNamingFileLineAndColumn) {
+  const fs::path dir = write_run("bogus", base_run());
+  edit_second_row(dir, ",OK,", ",BOGUS,");
+  expect_input_error(command(write_run("base", base_run()), dir),
+                     {(dir / "results.csv").string() + " line 3", "column status", "'BOGUS'", "CAUGHT"});
+  expect_input_error(command(dir, write_run("new", base_run())), {(dir / "results.csv").string() + " line 3"});
+  const fs::path lower = write_run("lower", base_run());
+  edit_second_row(lower, ",OK,", ",ok,");  // the words are upper case
+  expect_input_error(command(lower, lower), {"column status"});
+}
+
+// ---- catalogs ------------------------------------------------------------------------------------
+
+TEST(Compare, ClaimsAreTheCatalogsNotTheRowsOrTheRegistrys) {
+  CraftedRun run = base_run();
+  run.catalog = testing::crafted_catalog(4.5);
+  const results::RunData loaded = results::load_run(write_run("cataloged", run).string());
+  for (const ResultRow& row : loaded.rows) {
+    if (row.backend == kReferenceBackend || row.phase_index == 0) {
+      EXPECT_TRUE(std::isnan(row.claimed_min)) << row.phase;
+      continue;
+    }
+    EXPECT_DOUBLE_EQ(row.claimed_min, 4.5) << row.phase;
+    EXPECT_DOUBLE_EQ(row.claimed_max, 4.6) << row.phase;
+  }
+}
+
+// tests/data/report/run-a was written before catalogs were saved; its results.csv still has the
+// claims the registry had then, which are not trusted to be what it was measured with.
+TEST(Compare, ARunWithoutACatalogLoadsWithItsClaimsUnknownAndSaysWhy) {
+  const fs::path old = fs::path(PHASEBENCH_TESTS_DIR) / "data/report/run-a";
+  const results::RunData loaded = results::load_run(old.string());
+  EXPECT_FALSE(loaded.catalog.saved);
+  for (const ResultRow& row : loaded.rows) EXPECT_TRUE(std::isnan(row.claimed_min)) << results::row_name(row);
+  const auto result = run_phasebench(command(old, old));
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("note: " + old.string() + ": " + catalog::kNoCatalogNote), std::string::npos)
+      << result.output;
+}
+
+TEST(Compare, RunsMeasuredWithDifferentCatalogsAreWarnedAbout) {
+  CraftedRun base = base_run(), fresh = rerun(base_run());
+  base.catalog = testing::crafted_catalog(1.2);
+  fresh.catalog = testing::crafted_catalog(1.9);
+  const compare::Comparison c = compare_crafted(base, fresh);
+  std::string warnings;
+  for (const std::string& warning : c.warnings) warnings += warning + "\n";
+  EXPECT_NE(warnings.find("different catalogs: trainer2/lior_step: phase 1 (batched_metrics) differs"),
+            std::string::npos) << warnings;
+  EXPECT_TRUE(c.notes.empty()) << "both runs have a catalog";
 }
 
 TEST(Compare, MissingSamplesAreABadInput) {

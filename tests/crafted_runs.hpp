@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "catalog.hpp"
 #include "phasebench/results.hpp"
 #include "phasebench/rng.hpp"
 #include "process.hpp"
@@ -26,7 +27,7 @@ struct CraftedRow {
   // CPU time per iteration is this factor of the undisturbed time: other work that takes the CPU
   // away stretches the wall time only. NaN: no cpu_ms recorded (a file from before the column).
   double cpu_factor = 1.0;
-  std::string status = "OK";
+  Status status = Status::Ok;
   int schema = kResultsSchemaVersion;
 };
 
@@ -37,7 +38,40 @@ struct CraftedRun {
   std::string run_id = "20261121T000000Z-crafted";
   std::string size = "small";
   nlohmann::json extra_machine = nlohmann::json::object();
+  catalog::Catalog catalog;  // written as catalog.json when saved (a run from before catalogs: not)
 };
+
+/// A saved catalog (as a run's catalog.json has it) of one workload.
+inline catalog::Catalog catalog_of(const catalog::WorkloadEntry& entry) {
+  catalog::Catalog catalog;
+  catalog.saved = true;
+  catalog.workloads[entry.name] = entry;
+  return catalog;
+}
+
+/// A catalog for the crafted ladder's workload (trainer2/lior_step at `size`): phases 0, 1 and 3,
+/// each later one claiming `claimed` to `claimed` + 0.1 over the one before, and a whole-ladder claim.
+inline catalog::Catalog crafted_catalog(double claimed = 1.2, const std::string& size = "small") {
+  catalog::WorkloadEntry entry;
+  entry.name = "trainer2/lior_step";
+  entry.description = "crafted";
+  for (const auto& [index, name] : std::vector<std::pair<int, std::string>>{{0, "baseline"}, {1, "batched_metrics"},
+                                                                           {3, "fused_lior_spd"}}) {
+    PhaseInfo phase;
+    phase.index = index;
+    phase.name = name;
+    if (index > 0) {
+      phase.claimed_min = claimed;
+      phase.claimed_max = claimed + 0.1;
+    }
+    entry.phases.push_back(phase);
+  }
+  entry.cumulative_claim.claimed_min = 1.3;
+  entry.cumulative_claim.claimed_max = 1.6;
+  entry.sizes[size].work = {2e6, 4e6};
+  entry.sizes[size].checks[0] = {OutputSpec("s", 1e-5, "crafted")};
+  return catalog_of(entry);
+}
 
 /// The usual ladder: the serial reference and three kokkos phases, all 1 ms apart from noise.
 inline std::vector<CraftedRow> ladder_rows() {
@@ -62,7 +96,7 @@ inline ResultRow result_row(const CraftedRun& run, const CraftedRow& crafted, co
   row.phase_index = crafted.phase_index;
   row.phase = crafted.phase;
   row.status = crafted.status;
-  row.reason = crafted.status == "OK" ? "" : "output s: rel_l2_err 0.5 > tolerance 1e-05";
+  row.reason = crafted.status == Status::Ok ? "" : "output s: rel_l2_err 0.5 > tolerance 1e-05";
   row.reps = static_cast<int>(samples.size());
   row.median_ms = samples.empty() ? kMissing : crafted.median_ms;
   row.threads = 1;
@@ -79,7 +113,7 @@ inline std::filesystem::path write_run(const std::string& name, const CraftedRun
   for (const CraftedRow& crafted : run.rows) {
     SeededGenerator noise(run.noise_seed, crafted.backend + "/" + crafted.phase);
     std::vector<double> times, cpu_times;
-    if (crafted.status == "OK")
+    if (crafted.status == Status::Ok)
       for (int rep = 0; rep < crafted.reps; ++rep) {
         const double slowed = rep < crafted.disturbed * crafted.reps ? 1.85 : 1.0;
         const double undisturbed = crafted.median_ms * (1 + crafted.noise * noise.uniform(-1, 1));
@@ -96,6 +130,7 @@ inline std::filesystem::path write_run(const std::string& name, const CraftedRun
   nlohmann::json machine = {{"fingerprint", run.fingerprint}, {"run_id", run.run_id}};
   machine.update(run.extra_machine);
   std::ofstream(dir / "machine.json") << machine.dump(2);
+  if (run.catalog.saved) std::ofstream(dir / "catalog.json") << catalog::to_json(run.catalog).dump(2);
   return dir;
 }
 

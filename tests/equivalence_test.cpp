@@ -26,7 +26,7 @@ TEST(Equivalence, EveryRegisteredVariantMatchesTheReference) {
   for (const VerifyLine& line : lines) {
     EXPECT_FALSE(is_failure(line.status)) << line.status << " " << line.row_name << " seed " << line.seed
                                           << ": " << line.detail;
-    if (line.status == "SKIPPED" || line.status == "UNSUPPORTED")
+    if (line.status == Status::Skipped || line.status == Status::Unsupported)
       EXPECT_FALSE(line.detail.empty()) << line.row_name << " cannot run but gives no reason";
     ladders_seen.insert(line.row_name);
   }
@@ -85,7 +85,7 @@ class BrokenLiorStep final : public Variant {
 
 detail::LiveCase checked(Bug bug) {
   static std::vector<VariantLadder> ladders;  // cases point at their ladder: keep them alive
-  ladders.push_back({"trainer2/lior_step", "reference", {0},
+  ladders.push_back({"trainer2/lior_step", kReferenceBackend, {kSerialRung},
                      [bug](const VariantContext&) { return std::make_unique<BrokenLiorStep>(bug); },
                      __FILE__});
   Case c;

@@ -4,14 +4,16 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 
-#include "case_runner.hpp"
-#include "compare.hpp"
 #include "crafted_runs.hpp"
 #include "phasebench/errors.hpp"
 #include "phasebench/runner.hpp"
+#include "results_model.hpp"
+#include "slowdown_injection.hpp"
 
 namespace pb {
 namespace {
@@ -28,7 +30,7 @@ nlohmann::json read_json(const fs::path& path) {
 
 std::set<std::string> row_keys(const fs::path& run) {
   std::set<std::string> keys;
-  for (const ResultRow& row : read_results_csv((run / "results.csv").string())) keys.insert(compare::row_key(row));
+  for (const ResultRow& row : read_results_csv((run / "results.csv").string())) keys.insert(results::row_key(row));
   return keys;
 }
 
@@ -75,19 +77,19 @@ TEST(Merge, ShardsOfARunMergeIntoTheWholeRun) {
   ASSERT_EQ(result.exit_code, 0) << result.output;
 
   EXPECT_EQ(row_keys(merged), row_keys(whole));
-  const compare::RunData run = compare::load_run(merged.string());
+  const results::RunData run = results::load_run(merged.string());
   EXPECT_EQ(run.rows.size(), row_keys(whole).size()) << "each case once";
   for (const ResultRow& row : run.rows)
-    if (row.status == "OK") {
-      const std::string key = compare::row_key(row);
-      EXPECT_EQ(run.samples.at(key).size(), 3u) << compare::row_name(row);
-      ASSERT_EQ(run.cpu_samples.at(key).size(), 3u) << compare::row_name(row);
+    if (row.status == Status::Ok) {
+      const std::string key = results::row_key(row);
+      EXPECT_EQ(run.samples.at(key).size(), 3u) << results::row_name(row);
+      ASSERT_EQ(run.cpu_samples.at(key).size(), 3u) << results::row_name(row);
       for (size_t rep = 0; rep < 3; ++rep) {
         const double cpu = run.cpu_samples.at(key)[rep], wall = run.samples.at(key)[rep];
-        EXPECT_GT(cpu, 0) << compare::row_name(row);
+        EXPECT_GT(cpu, 0) << results::row_name(row);
         // Per iteration, like `ms`; the serial reference has one thread, which cannot use more
         // CPU time than the time that passed.
-        if (row.backend == "reference") EXPECT_LE(cpu, 1.05 * wall + 0.01) << compare::row_name(row);
+        if (row.backend == "reference") EXPECT_LE(cpu, 1.05 * wall + 0.01) << results::row_name(row);
       }
     }
   const nlohmann::json machine = read_json(merged / "machine.json");
@@ -142,26 +144,26 @@ TEST(Merge, ShardGivenTwiceIsRefused) {
 TEST(Merge, PoolJoinsTheSamplesOfRepeatedRunsAndRecomputesTheRows) {
   CraftedRun first = crafted("aaaa", testing::ladder_rows()), second = first;
   second.noise_seed = 2;
-  second.rows[1].status = "FAIL";  // kokkos baseline failed its check in one process
+  second.rows[1].status = Status::Fail;  // kokkos baseline failed its check in one process
   const fs::path out = fresh_temp_path("pooled");
   const auto result = run_phasebench("merge --pool " + write_run("p1", first).string() + " " +
                                      write_run("p2", second).string() + " --out " + out.string());
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  const compare::RunData pooled = compare::load_run(out.string());
+  const results::RunData pooled = results::load_run(out.string());
   ASSERT_EQ(pooled.rows.size(), 4u);
   std::map<std::string, ResultRow> by_phase;
   for (const ResultRow& row : pooled.rows) by_phase[row.backend + "/" + row.phase] = row;
   const ResultRow& reference = by_phase["reference/serial_fp32"];
   EXPECT_EQ(reference.reps, 24);
-  EXPECT_EQ(pooled.samples.at(compare::row_key(reference)).size(), 24u);
+  EXPECT_EQ(pooled.samples.at(results::row_key(reference)).size(), 24u);
   EXPECT_NEAR(reference.median_ms, 1.0, 0.01);
   // CPU times travel with their repetitions: the first process's, then the second's.
-  const compare::RunData p1 = compare::load_run(write_run("p1-again", first).string());
-  const std::vector<double>& cpu = pooled.cpu_samples.at(compare::row_key(reference));
+  const results::RunData p1 = results::load_run(write_run("p1-again", first).string());
+  const std::vector<double>& cpu = pooled.cpu_samples.at(results::row_key(reference));
   ASSERT_EQ(cpu.size(), 24u);
-  EXPECT_EQ(std::vector<double>(cpu.begin(), cpu.begin() + 12), p1.cpu_samples.at(compare::row_key(reference)));
-  EXPECT_EQ(by_phase["kokkos/baseline"].status, "FAIL") << "a failure in any process fails the pool";
-  EXPECT_FALSE(pooled.samples.count(compare::row_key(by_phase["kokkos/baseline"])));
+  EXPECT_EQ(std::vector<double>(cpu.begin(), cpu.begin() + 12), p1.cpu_samples.at(results::row_key(reference)));
+  EXPECT_EQ(by_phase["kokkos/baseline"].status, Status::Fail) << "a failure in any process fails the pool";
+  EXPECT_FALSE(pooled.samples.count(results::row_key(by_phase["kokkos/baseline"])));
   // Speedups come from the pooled samples; phase 0 failed, so phase 1 is the lowest timed phase.
   const ResultRow& fused = by_phase["kokkos/fused_lior_spd"];
   EXPECT_NEAR(fused.speedup_vs_reference, 1.0 / 0.8, 0.03);
@@ -169,6 +171,75 @@ TEST(Merge, PoolJoinsTheSamplesOfRepeatedRunsAndRecomputesTheRows) {
   EXPECT_NEAR(fused.speedup_vs_prev, 1.5 / 0.8, 0.05);
   EXPECT_LT(fused.speedup_vs_reference_ci_low, fused.speedup_vs_reference);
   EXPECT_EQ(fused.run_id, pooled.rows.front().run_id) << "one run now";
+}
+
+// One column of two rows is the same number, or missing in both. samples.csv keeps 9 significant
+// digits, so what is derived again from it may differ in the last of them.
+bool same_value(double a, double b) {
+  return (std::isnan(a) && std::isnan(b)) || std::abs(a - b) <= 1e-7 * std::max(std::abs(a), std::abs(b));
+}
+
+// `run` and `merge --pool` derive their columns through one function: a pool of one run, whose
+// samples are that run's, derives the run's numbers (and carries its catalog).
+TEST(Merge, APoolOfOneRunDerivesTheColumnsTheRunDerived) {
+  const fs::path run = fresh_temp_path("single"), pooled = fresh_temp_path("pool-of-one");
+  auto result = run_phasebench("run --quick --size small --filter trainer2/lior_step --out " + run.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  result = run_phasebench("merge --pool " + run.string() + " --out " + pooled.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const std::vector<ResultRow> before = read_results_csv((run / "results.csv").string());
+  const std::vector<ResultRow> after = read_results_csv((pooled / "results.csv").string());
+  ASSERT_EQ(before.size(), after.size());
+  int timed = 0;
+  for (size_t i = 0; i < before.size(); ++i) {
+    const ResultRow &a = before[i], &b = after[i];
+    const std::string name = results::row_name(a);
+    ASSERT_EQ(name, results::row_name(b));
+    EXPECT_EQ(a.reps, b.reps) << name;
+    for (auto column : {&ResultRow::median_ms, &ResultRow::min_ms, &ResultRow::max_ms, &ResultRow::ci_low_ms,
+                        &ResultRow::ci_high_ms, &ResultRow::speedup_vs_prev, &ResultRow::speedup_vs_prev_ci_low,
+                        &ResultRow::speedup_vs_prev_ci_high, &ResultRow::speedup_vs_phase0,
+                        &ResultRow::speedup_vs_phase0_ci_high, &ResultRow::speedup_vs_reference,
+                        &ResultRow::speedup_vs_reference_ci_low, &ResultRow::speedup_vs_reference_ci_high,
+                        &ResultRow::gb_per_s, &ResultRow::gflop_per_s, &ResultRow::roofline_pct,
+                        &ResultRow::claimed_min, &ResultRow::claimed_max})
+      EXPECT_TRUE(same_value(a.*column, b.*column)) << name << ": " << a.*column << " vs " << b.*column;
+    timed += a.status == Status::Ok;
+  }
+  EXPECT_GT(timed, 0);
+  EXPECT_EQ(read_json(pooled / "catalog.json"), read_json(run / "catalog.json"));
+}
+
+TEST(Merge, CatalogsThatDifferAreRefusedUnlessAllowMixed) {
+  CraftedRun first = crafted("aaaa", testing::ladder_rows()), second = first;
+  first.catalog = testing::crafted_catalog(1.2);
+  second.catalog = testing::crafted_catalog(1.9);  // a claim changed between the runs
+  second.noise_seed = 2;
+  const std::string inputs = write_run("c1", first).string() + " " + write_run("c2", second).string();
+  const fs::path out = fresh_temp_path("catalogs");
+  auto result = run_phasebench("merge --pool " + inputs + " --out " + out.string());
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("trainer2/lior_step: phase 1 (batched_metrics) differs"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("--allow-mixed"), std::string::npos) << result.output;
+  EXPECT_FALSE(fs::exists(out));
+
+  result = run_phasebench("merge --pool " + inputs + " --allow-mixed --out " + out.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("catalogs differ"), std::string::npos) << result.output;
+  const results::RunData merged = results::load_run(out.string());
+  EXPECT_DOUBLE_EQ(merged.catalog.find("trainer2", "lior_step")->phase(1)->claimed_min, 1.2) << "the first input's";
+}
+
+TEST(Merge, RunsWithoutACatalogStillMergeAndSayWhatIsUnknown) {
+  CraftedRun old = crafted("aaaa", {{"reference", 0, "serial_fp32"}, {"kokkos", 0, "baseline"}});
+  CraftedRun fresh = crafted("aaaa", {{"onednn", 0, "baseline"}});
+  fresh.catalog = testing::crafted_catalog();
+  const fs::path out = fresh_temp_path("half-cataloged");
+  const auto result = run_phasebench("merge " + write_run("old", old).string() + " " + write_run("new", fresh).string() +
+                                     " --out " + out.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("1 of the inputs have no catalog.json"), std::string::npos) << result.output;
+  EXPECT_TRUE(fs::exists(out / "catalog.json"));
 }
 
 // ---- baselines -----------------------------------------------------------------------------------
@@ -182,7 +253,7 @@ TEST(Baseline, RecordFilesARunUnderItsFingerprintAndRefreshesOnlyWhenAsked) {
   const fs::path baseline = root / "cafe0123";
   for (const char* file : {"results.csv", "samples.csv", "machine.json"}) EXPECT_TRUE(fs::exists(baseline / file)) << file;
   EXPECT_EQ(row_keys(baseline), row_keys(first));
-  EXPECT_EQ(compare::load_run(baseline.string()).sample_rows.size(), 4u * 12);
+  EXPECT_EQ(results::load_run(baseline.string()).sample_rows.size(), 4u * 12);
 
   run.run_id = "20261122T000000Z-second";
   const fs::path second = write_run("second", run);
@@ -198,7 +269,7 @@ TEST(Baseline, RecordFilesARunUnderItsFingerprintAndRefreshesOnlyWhenAsked) {
 
 TEST(Baseline, FailingRunIsNotABaseline) {
   CraftedRun run = crafted("cafe0123", testing::ladder_rows());
-  run.rows[2].status = "MISTRUSTED";
+  run.rows[2].status = Status::Mistrusted;
   const fs::path root = fresh_temp_path("baselines");
   const auto result = run_phasebench("baseline record " + write_run("failing", run).string() + " --root " + root.string());
   EXPECT_EQ(result.exit_code, 2) << result.output;
@@ -224,6 +295,46 @@ TEST(SlowdownInjection, AppliesToMatchingRowsOnly) {
   EXPECT_DOUBLE_EQ(detail::slowdown_injected_into(row, "(kokkos|onednn):1"), 1.0);
   EXPECT_DOUBLE_EQ(detail::slowdown_injected_into(row, nullptr), 0.0);
   EXPECT_DOUBLE_EQ(detail::slowdown_injected_into(row, ""), 0.0);
+}
+
+// The wrapper the harness installs only when PHASEBENCH_INJECT_SLOWDOWN selects a case.
+struct CountingVariant : Variant {
+  int* runs;
+  explicit CountingVariant(int* counter) : runs(counter) {}
+  void setup(const ArrayMap&) override {}
+  void poison_outputs() override {}
+  void run() override { ++*runs; }
+  ArrayMap outputs() override { return {}; }
+};
+
+struct SyncCountingBackend : Backend {
+  int synchronized = 0;
+  std::string name() const override { return "fake"; }
+  std::vector<DeviceInfo> devices() const override { return {{"cpu"}}; }
+  nlohmann::json metadata() const override { return nlohmann::json::object(); }
+  void synchronize(const std::string&) override { ++synchronized; }
+};
+
+TEST(SlowdownInjection, WrapsOnlyTheVariantsOfSelectedRows) {
+  int runs = 0;
+  SyncCountingBackend backend;
+  const std::string row = "trainer2/lior_step/small/fake/cpu/1_batched_metrics";
+  ::unsetenv("PHASEBENCH_INJECT_SLOWDOWN");
+  auto variant = std::make_unique<CountingVariant>(&runs);
+  const Variant* original = variant.get();
+  EXPECT_EQ(detail::with_injected_slowdown(std::move(variant), backend, "cpu", row).get(), original) << "unset: untouched";
+  ::setenv("PHASEBENCH_INJECT_SLOWDOWN", "onednn:0.5", 1);
+  variant = std::make_unique<CountingVariant>(&runs);
+  original = variant.get();
+  EXPECT_EQ(detail::with_injected_slowdown(std::move(variant), backend, "cpu", row).get(), original) << "not selected";
+  ::setenv("PHASEBENCH_INJECT_SLOWDOWN", "fake/cpu/1_:0.5", 1);
+  const auto wrapped = detail::with_injected_slowdown(std::make_unique<CountingVariant>(&runs), backend, "cpu", row);
+  ::unsetenv("PHASEBENCH_INJECT_SLOWDOWN");
+  ASSERT_NE(dynamic_cast<const CountingVariant*>(wrapped.get()), wrapped.get()) << "selected: wrapped";
+  wrapped->run();
+  wrapped->run();
+  EXPECT_EQ(runs, 2) << "the real run() runs once per run()";
+  EXPECT_EQ(backend.synchronized, 2) << "the injected work is measured against the finished device work";
 }
 
 TEST(SlowdownInjection, MalformedValueIsAnInputError) {

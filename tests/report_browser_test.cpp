@@ -122,7 +122,7 @@ void write_rollout_run(const fs::path& dir) {
   std::vector<ResultRow> rows;
   for (int phase = 0; phase < 4; ++phase) {
     testing::CraftedRow crafted{"kokkos", phase, "phase" + std::to_string(phase), 4.0 / (phase + 1)};
-    crafted.status = phase == 3 ? "FAIL" : "OK";  // a failed approximate row still has its step errors drawn
+    crafted.status = phase == 3 ? Status::Fail : Status::Ok;  // a failed approximate row still has its step errors drawn
     ResultRow row = testing::result_row({}, crafted, {crafted.median_ms});
     row.suite = "spinlock";
     row.workload = "cnn_rollout_residual";

@@ -13,8 +13,10 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <tuple>
 
 #include "phasebench/results.hpp"
+#include "crafted_runs.hpp"
 #include "process.hpp"
 #include "report.hpp"
 #include "report_html.hpp"
@@ -107,7 +109,7 @@ TEST(Report, EveryTimedRowIsAPointAndEveryOtherRowIsListedWithItsReason) {
       const std::string point_title = "<title>" + report::escape(row.suite + "/" + row.workload + " \xC2\xB7 " + row.backend +
                                                                  "/" + row.device + " \xC2\xB7 phase " +
                                                                  std::to_string(row.phase_index) + " " + row.phase);
-      if (row.status == "OK") {
+      if (row.status == Status::Ok) {
         ++timed;
         EXPECT_NE(html.find(point_title + "\nmedian " + report::format_ms(row.median_ms)), std::string::npos)
             << "no point with the median of " << row.backend << "/" << row.phase;
@@ -140,8 +142,7 @@ TEST(Report, ShowsTheMachinesAndTheirRooflines) {
 
 // ---- the numbers behind the page -----------------------------------------------------------------
 
-ResultRow timed_row(const std::string& backend, int phase, double median, double vs_prev, double low, double high,
-                    double claimed_min = kMissing, double claimed_max = kMissing) {
+ResultRow timed_row(const std::string& backend, int phase, double median, double vs_prev, double low, double high) {
   ResultRow row;
   row.suite = "s";
   row.workload = "w";
@@ -150,51 +151,72 @@ ResultRow timed_row(const std::string& backend, int phase, double median, double
   row.device = "cpu";
   row.phase_index = phase;
   row.phase = "p" + std::to_string(phase);
-  row.status = "OK";
+  row.status = Status::Ok;
   row.median_ms = median;
   row.speedup_vs_prev = vs_prev;
   row.speedup_vs_prev_ci_low = low;
   row.speedup_vs_prev_ci_high = high;
-  row.claimed_min = claimed_min;
-  row.claimed_max = claimed_max;
   return row;
 }
 
-std::vector<const ResultRow*> pointers(const std::vector<ResultRow>& rows) {
-  std::vector<const ResultRow*> out;
-  for (const ResultRow& row : rows) out.push_back(&row);
-  return out;
+// The catalog of the crafted workload s/w: phase i claims claims[i] over phase i - 1 ({NaN, NaN}:
+// nothing), as a run's catalog.json would.
+catalog::Catalog claims_catalog(const std::vector<std::pair<double, double>>& claims) {
+  catalog::WorkloadEntry entry;
+  entry.name = "s/w";
+  for (size_t i = 0; i < claims.size(); ++i) {
+    PhaseInfo phase;
+    phase.index = static_cast<int>(i);
+    phase.name = "p" + std::to_string(i);
+    std::tie(phase.claimed_min, phase.claimed_max) = claims[i];
+    entry.phases.push_back(phase);
+  }
+  return testing::catalog_of(entry);
 }
 
 TEST(ReportClaims, OnlyAnIntervalWhollyOutsideTheClaimMissesOrBeatsIt) {
   using V = report::ClaimCheck::Verdict;
   const std::vector<ResultRow> rows{
       timed_row("b", 0, 10, kMissing, kMissing, kMissing),
-      timed_row("b", 1, 5, 2.0, 1.9, 2.1, 1.5, 3.0),   // inside
-      timed_row("b", 2, 4, 1.2, 1.1, 1.6, 1.5, 3.0),   // overlaps the low end: consistent
-      timed_row("b", 3, 3, 1.2, 1.1, 1.3, 1.5, 3.0),   // wholly below
-      timed_row("b", 4, 1, 3.5, 3.1, 3.9, 1.5, 3.0),   // wholly above
-      timed_row("b", 5, 1, 1.0, 0.9, 1.1),             // no claim
+      timed_row("b", 1, 5, 2.0, 1.9, 2.1),  // inside
+      timed_row("b", 2, 4, 1.2, 1.1, 1.6),  // overlaps the low end: consistent
+      timed_row("b", 3, 3, 1.2, 1.1, 1.3),  // wholly below
+      timed_row("b", 4, 1, 3.5, 3.1, 3.9),  // wholly above
+      timed_row("b", 5, 1, 1.0, 0.9, 1.1),  // no claim
   };
-  const auto all = pointers(rows);
-  EXPECT_EQ(report::check_claim(rows[0], all).verdict, V::NoClaim) << "phase 0 has nothing to gain over";
-  EXPECT_EQ(report::check_claim(rows[1], all).verdict, V::Consistent);
-  EXPECT_EQ(report::check_claim(rows[2], all).verdict, V::Consistent);
-  EXPECT_EQ(report::check_claim(rows[3], all).verdict, V::Below);
-  EXPECT_EQ(report::check_claim(rows[4], all).verdict, V::Above);
-  EXPECT_EQ(report::check_claim(rows[5], all).verdict, V::NoClaim);
+  const catalog::Catalog catalog =
+      claims_catalog({{kMissing, kMissing}, {1.5, 3.0}, {1.5, 3.0}, {1.5, 3.0}, {1.5, 3.0}, {kMissing, kMissing}});
+  const auto all = results::pointers_to(rows);
+  EXPECT_EQ(report::check_claim(rows[0], all, catalog).verdict, V::NoClaim) << "phase 0 has nothing to gain over";
+  EXPECT_EQ(report::check_claim(rows[1], all, catalog).verdict, V::Consistent);
+  EXPECT_EQ(report::check_claim(rows[2], all, catalog).verdict, V::Consistent);
+  EXPECT_EQ(report::check_claim(rows[3], all, catalog).verdict, V::Below);
+  EXPECT_EQ(report::check_claim(rows[4], all, catalog).verdict, V::Above);
+  EXPECT_EQ(report::check_claim(rows[5], all, catalog).verdict, V::NoClaim);
+}
+
+TEST(ReportClaims, ComeFromTheRunsCatalogNeverFromTheRowsOrTheRegistry) {
+  using V = report::ClaimCheck::Verdict;
+  std::vector<ResultRow> rows{timed_row("b", 0, 10, kMissing, kMissing, kMissing), timed_row("b", 1, 5, 2.0, 1.9, 2.1)};
+  rows[1].claimed_min = 1.9;  // what an older run copied into its rows does not count
+  rows[1].claimed_max = 2.1;
+  const auto all = results::pointers_to(rows);
+  EXPECT_EQ(report::check_claim(rows[1], all, claims_catalog({{kMissing, kMissing}, {3, 4}})).verdict, V::Below);
+  const report::ClaimCheck unknown = report::check_claim(rows[1], all, catalog::Catalog{});
+  EXPECT_EQ(unknown.verdict, V::Unknown) << "no catalog.json: the claim is unknown";
+  EXPECT_EQ(unknown.claim_text(), "unknown");
 }
 
 TEST(ReportClaims, ASkippedPhaseMultipliesTheClaimsItJumpsOver) {
   const std::vector<ResultRow> rows{
       timed_row("full", 0, 10, kMissing, kMissing, kMissing),
-      timed_row("full", 1, 5, 2.0, 1.9, 2.1, 2.0, 2.5),
-      timed_row("full", 2, 2, 2.5, 2.4, 2.6, 1.1, 1.2),
+      timed_row("full", 1, 5, 2.0, 1.9, 2.1),
+      timed_row("full", 2, 2, 2.5, 2.4, 2.6),
       timed_row("skips", 0, 10, kMissing, kMissing, kMissing),
-      timed_row("skips", 2, 4, 2.4, 2.3, 2.5, 1.1, 1.2),  // over phase 0: claims of 1 and 2 apply
+      timed_row("skips", 2, 4, 2.4, 2.3, 2.5),  // over phase 0: claims of 1 and 2 apply
   };
-  const auto all = pointers(rows);
-  const report::ClaimCheck check = report::check_claim(rows[4], all);
+  const auto all = results::pointers_to(rows);
+  const report::ClaimCheck check = report::check_claim(rows[4], all, claims_catalog({{kMissing, kMissing}, {2.0, 2.5}, {1.1, 1.2}}));
   EXPECT_EQ(check.first_phase, 1);
   EXPECT_EQ(check.last_phase, 2);
   EXPECT_DOUBLE_EQ(check.claimed_min, 2.0 * 1.1);
@@ -203,12 +225,24 @@ TEST(ReportClaims, ASkippedPhaseMultipliesTheClaimsItJumpsOver) {
   EXPECT_NE(check.claim_text().find("phases 1"), std::string::npos) << check.claim_text();
 }
 
+TEST(ReportClaims, AnIndexTheCatalogSkipsIsNoPhaseJumpedOver) {
+  const std::vector<ResultRow> rows{timed_row("b", 0, 10, kMissing, kMissing, kMissing), timed_row("b", 1, 5, 2.0, 1.9, 2.1),
+                                    timed_row("b", 3, 4, 1.2, 1.1, 1.3)};
+  catalog::Catalog catalog = claims_catalog({{kMissing, kMissing}, {2.0, 2.5}, {kMissing, kMissing}, {1.1, 1.2}});
+  auto& phases = catalog.workloads.at("s/w").phases;
+  phases.erase(phases.begin() + 2);  // like trainer2/lior_step: phases 0, 1, 3
+  const report::ClaimCheck check = report::check_claim(rows[2], results::pointers_to(rows), catalog);
+  EXPECT_EQ(check.first_phase, 3);
+  EXPECT_DOUBLE_EQ(check.claimed_min, 1.1);
+  EXPECT_EQ(check.claim_text().find("phases"), std::string::npos) << check.claim_text();
+}
+
 TEST(ReportBest, EachLadderAtItsFastestTimedPhase) {
   std::vector<ResultRow> rows{timed_row("a", 0, 10, kMissing, kMissing, kMissing), timed_row("a", 1, 3, 3, 3, 3),
                               timed_row("a", 2, 4, 0.7, 0.7, 0.7), timed_row("b", 0, 8, kMissing, kMissing, kMissing)};
   rows.push_back(timed_row("b", 1, 1, 8, 8, 8));
-  rows.back().status = "FAIL";  // fast but wrong: never the best
-  const auto best = report::best_phase_rows(pointers(rows));
+  rows.back().status = Status::Fail;  // fast but wrong: never the best
+  const auto best = report::best_phase_rows(results::pointers_to(rows));
   ASSERT_EQ(best.size(), 2u);
   EXPECT_EQ(best[0]->backend, "a");
   EXPECT_EQ(best[0]->phase_index, 1);
@@ -222,7 +256,7 @@ TEST(ReportBest, AnApproximateWinIsShownBesideTheBestExactPhaseNeverAsIt) {
                               timed_row("b", 1, 9, 0.9, 0.9, 0.9)};
   rows[2].exact = false;  // a: bf16 phase 2 is the fastest of all
   rows[4].exact = false;  // b: its approximate phase is slower than phase 0: not shown
-  const auto best = report::best_phase_rows(pointers(rows));
+  const auto best = report::best_phase_rows(results::pointers_to(rows));
   ASSERT_EQ(best.size(), 3u);
   EXPECT_EQ(best[0]->phase_index, 1) << "the best exact phase of a comes first";
   EXPECT_TRUE(best[0]->exact);
@@ -275,8 +309,8 @@ TEST(ReportSteps, ManyRowsAreThinnedToPhaseZeroBestExactAndBestApproximatePerLad
   std::vector<ResultRow> rows;
   for (const char* backend : {"kokkos", "torch"})
     for (int phase = 0; phase < 7; ++phase) rows.push_back(rollout_row(backend, phase, phase < 2, 10.0 - phase, 1e-6));
-  EXPECT_EQ(report::step_error_rows(pointers(rows), 14).size(), 14u) << "few enough: every row";
-  const auto chosen = report::step_error_rows(pointers(rows), 12);
+  EXPECT_EQ(report::step_error_rows(results::pointers_to(rows), 14).size(), 14u) << "few enough: every row";
+  const auto chosen = report::step_error_rows(results::pointers_to(rows), 12);
   ASSERT_EQ(chosen.size(), 6u);
   for (size_t i : {0u, 3u}) {
     EXPECT_EQ(chosen[i]->phase_index, 0);
@@ -292,7 +326,7 @@ fs::path rollout_run() {
                               rollout_row("kokkos", 1, true, 5, 1e-7), rollout_row("kokkos", 2, false, 2, 1e-3),
                               rollout_row("kokkos", 3, false, 3, 2e-3), rollout_row("torch", 0, true, 8, 1e-7),
                               rollout_row("torch", 2, false, 6, 5e-2)};
-  rows.back().status = "FAIL";
+  rows.back().status = Status::Fail;
   rows.back().reason = "trajectory step 3: rel_l2_err 0.4 > budget 0.08";
   rows.push_back(timed_row("kokkos", 0, 1, kMissing, kMissing, kMissing));  // s/w: no step errors
   const fs::path dir = fresh_temp_path("rollout-run");
@@ -376,6 +410,79 @@ TEST(ReportSvg, LogTicksAreDecadesOrFinerOnShortRanges) {
   EXPECT_DOUBLE_EQ(wide(1), 50);
 }
 
+// ---- catalogs: where the claims come from --------------------------------------------------------
+
+// The fixture's runs were written before catalogs were saved: they render, with claims unknown.
+TEST(ReportCatalog, ARunWithoutACatalogShowsItsClaimsUnknownAndWhy) {
+  const std::string html = render_runs({kRunA});
+  EXPECT_NE(html.find(report::escape("Claims of run A are unknown: " + std::string(catalog::kNoCatalogNote))),
+            std::string::npos);
+  EXPECT_NE(html.find("unknown: no catalog.json (measured before catalogs were saved)"), std::string::npos)
+      << "the runs table says so too";
+  EXPECT_EQ(html.find("<svg class=\"chart claims\""), std::string::npos) << "no claims to draw";
+  const fs::path out = fresh_temp_path("old-run.html");
+  const auto result = run_phasebench("report " + kRunA + " --out " + out.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("note: run A (" + kRunA + "): " + catalog::kNoCatalogNote), std::string::npos)
+      << result.output;
+  fs::remove(out);
+}
+
+// Appends the rows and samples of a crafted run to the run directory `dir`; each row after the
+// first gains 2x (speedup_vs_prev 2, interval 1.9-2.1).
+void append_crafted(const fs::path& dir, const testing::CraftedRun& crafted) {
+  const fs::path extra = testing::write_run("extra", crafted);
+  std::vector<ResultRow> rows = read_results_csv((dir / "results.csv").string());
+  std::vector<SampleRow> samples = read_samples_csv((dir / "samples.csv").string());
+  for (ResultRow row : read_results_csv((extra / "results.csv").string())) {
+    if (row.phase_index > 0) std::tie(row.speedup_vs_prev, row.speedup_vs_prev_ci_low, row.speedup_vs_prev_ci_high) =
+                                 std::make_tuple(2.0, 1.9, 2.1);
+    rows.push_back(row);
+  }
+  for (const SampleRow& sample : read_samples_csv((extra / "samples.csv").string())) samples.push_back(sample);
+  std::ofstream(dir / "results.csv") << results_csv(rows);
+  std::ofstream(dir / "samples.csv") << samples_csv(samples);
+  fs::remove_all(extra);
+}
+
+nlohmann::json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+// A real quick run writes catalog.json; the report takes the claims from that file, so editing a
+// claim in it (as a run measured with another catalog would have it) moves what the page shows.
+// A crafted ladder of phases 0 and 1 is added to the run, so that this holds whatever backends
+// this build has (the reference alone claims nothing).
+TEST(ReportCatalog, ClaimsAreReadFromTheRunsCatalogJson) {
+  const fs::path run = fresh_temp_path("real-run");
+  const auto result = run_phasebench("run --quick --size small --filter trainer2/lior_step --out " + run.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  testing::CraftedRun ladder;
+  ladder.rows = {{"crafted", 0, "baseline", 2.0}, {"crafted", 1, "batched_metrics", 1.0}};
+  append_crafted(run, ladder);
+
+  nlohmann::json catalog = read_json(run / "catalog.json");
+  nlohmann::json* phase1 = nullptr;
+  for (nlohmann::json& workload : catalog["workloads"])
+    if (workload["workload"] == "trainer2/lior_step")
+      for (nlohmann::json& phase : workload["phases"])
+        if (phase["index"] == 1) phase1 = &phase;
+  ASSERT_NE(phase1, nullptr) << catalog.dump(2);
+  const std::string saved = report::format_number((*phase1)["claimed_min"].get<double>()) + "\xE2\x80\x93" +
+                            report::format_ratio((*phase1)["claimed_max"].get<double>());
+  EXPECT_NE(render_runs({run.string()}).find(saved), std::string::npos) << "the saved claim " << saved;
+
+  (*phase1)["claimed_min"] = 7.25;
+  (*phase1)["claimed_max"] = 7.75;
+  std::ofstream(run / "catalog.json") << catalog.dump(2);
+  const std::string html = render_runs({run.string()});
+  EXPECT_NE(html.find("7.25\xE2\x80\x93" "7.75\xC3\x97"), std::string::npos) << "the edited claim";
+  EXPECT_EQ(html.find(saved), std::string::npos) << "the registry's claim is not what the report shows";
+  EXPECT_NE(html.find(report::escape("below claim")), std::string::npos) << "2x against 7.25-7.75x";
+  fs::remove_all(run);
+}
+
 // ---- the command ---------------------------------------------------------------------------------
 
 // A run written with the harness's own writers, whose reason holds markup.
@@ -383,7 +490,7 @@ fs::path run_with_markup_in_a_reason() {
   const fs::path dir = fresh_temp_path("markup-run");
   fs::create_directories(dir);
   ResultRow row = timed_row("torch", 0, 1, kMissing, kMissing, kMissing);
-  row.status = "ERROR";
+  row.status = Status::Error;
   row.reason = "threw <script>alert('x')</script> & died";
   std::ofstream(dir / "results.csv") << results_csv({row});
   std::ofstream(dir / "samples.csv") << samples_csv({});
@@ -426,6 +533,27 @@ TEST(ReportCommand, BadInputNamesWhatWasWrong) {
   EXPECT_EQ(no_out.exit_code, 2) << no_out.output;
   EXPECT_NE(no_out.output.find("--out"), std::string::npos) << no_out.output;
   EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(ReportCommand, AnUnknownStatusExitsTwoNamingFileLineAndColumn) {
+  const fs::path run = fresh_temp_path("bogus-run");
+  fs::copy(kRunA, run);
+  std::ifstream in(run / "results.csv");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  const size_t cell = text.find(",SKIPPED,");  // on line 2, the first row
+  ASSERT_NE(cell, std::string::npos);
+  ASSERT_LT(cell, text.find('\n', text.find('\n') + 1));
+  text.replace(cell, 9, ",BOGUS,");
+  std::ofstream(run / "results.csv") << text;
+  const fs::path out = fresh_temp_path("never.html");
+  const auto result = run_phasebench("report " + run.string() + " --out " + out.string());
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  for (const std::string& mention : {(run / "results.csv").string() + " line 2", std::string("column status"),
+                                     std::string("unknown status 'BOGUS'")})
+    EXPECT_NE(result.output.find(mention), std::string::npos) << mention << "\n" << result.output;
+  EXPECT_FALSE(fs::exists(out));
+  fs::remove_all(run);
 }
 
 TEST(ReportCommand, TextFromTheRunIsEscaped) {

@@ -13,7 +13,7 @@ namespace pb {
 namespace {
 namespace fs = std::filesystem;
 
-// DESIGN.md's column list, in order, then the columns phasebench added after it.
+// The contract's first 32 columns (README "Reading results"), in order, then the later additions.
 const char* kGoldenResultsHeader =
     "run_id,suite,workload,size,backend,device,phase_index,phase,exact,status,reason,rel_l2_err,"
     "max_abs_err,tolerance,reps,median_ms,min_ms,max_ms,ci_low_ms,ci_high_ms,speedup_vs_prev,"
@@ -42,7 +42,7 @@ ResultRow sample_row() {
   row.device = "cpu";
   row.phase_index = 3;
   row.phase = "fused_lior_spd";
-  row.status = "FAIL";
+  row.status = Status::Fail;
   row.reason = "output s: rel_l2_err 0.5 > tolerance 1e-05, \"quoted\"\nsecond line";
   row.rel_l2_err = 0.5;
   row.median_ms = 1.25;
@@ -93,20 +93,46 @@ TEST(ResultsCsv, SamplesRoundTrip) {
   EXPECT_DOUBLE_EQ(rows[0].ms, 0.125);
 }
 
+// The InputError reading `path` gives; "" when it reads.
+std::string read_error(const fs::path& path) {
+  try {
+    read_results_csv(path.string());
+  } catch (const InputError& error) {
+    return error.what();
+  }
+  return "";
+}
+
 TEST(ResultsCsv, MalformedNumberNamesFileLineAndColumn) {
   std::string text = results_csv({sample_row()});
   const size_t at = text.find("1.25");
   text.replace(at, 4, "fast");
   const fs::path path = write_temp("malformed.csv", text);
-  try {
-    read_results_csv(path.string());
-    FAIL() << "malformed CSV was accepted";
-  } catch (const InputError& error) {
-    const std::string message = error.what();
-    EXPECT_NE(message.find(path.string()), std::string::npos) << message;
-    EXPECT_NE(message.find("line 2"), std::string::npos) << message;
-    EXPECT_NE(message.find("median_ms"), std::string::npos) << message;
+  const std::string message = read_error(path);
+  EXPECT_NE(message.find(path.string()), std::string::npos) << message;
+  EXPECT_NE(message.find("line 2"), std::string::npos) << message;
+  EXPECT_NE(message.find("median_ms"), std::string::npos) << message;
+}
+
+// The status column is parsed into the enum when read: every word round-trips, anything else
+// is bad input named by file, line and column.
+TEST(ResultsCsv, StatusesRoundTripAndAnUnknownOneIsRejected) {
+  std::vector<ResultRow> rows;
+  for (const char* word : {"OK", "FAIL", "MISTRUSTED", "ERROR", "SKIPPED", "UNSUPPORTED", "CAUGHT"}) {
+    rows.push_back(sample_row());
+    rows.back().status = *parse_status(word);
   }
+  const std::vector<ResultRow> read = read_results_csv(write_temp("statuses.csv", results_csv(rows)).string());
+  ASSERT_EQ(read.size(), rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(read[i].status, rows[i].status) << to_string(rows[i].status);
+  EXPECT_FALSE(is_failure(Status::Caught)) << "a check that caught a known bug did its job";
+
+  std::string text = results_csv({sample_row()});
+  text.replace(text.find(",FAIL,"), 6, ",BOGUS,");
+  const fs::path path = write_temp("bogus.csv", text);
+  const std::string message = read_error(path);
+  for (const std::string& part : {path.string() + " line 2", std::string("column status"), std::string("'BOGUS'")})
+    EXPECT_NE(message.find(part), std::string::npos) << message;
 }
 
 TEST(ResultsCsv, FileWithoutContractColumnsIsRejected) {

@@ -1,6 +1,7 @@
-// The roofline: the share-of-roofline formula, the ceilings' JSON, and end to end through `run`:
-// the probe measures once and caches per machine, a cached file is what every row is measured
-// against, and machine.json records it.
+// The roofline: the share-of-roofline formula, the cache-aware bandwidth ceiling, the ceilings'
+// JSON, and end to end through `run`: the probe measures memory, every cache level and the peak
+// once and caches them per machine, a cached file is what every row is measured against, and
+// machine.json records it.
 
 #include <gtest/gtest.h>
 
@@ -31,36 +32,135 @@ roofline::Ceilings ceilings(double bandwidth, double peak) {
   return c;
 }
 
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
 TEST(RooflinePercent, MemoryBoundRowsAreMeasuredAgainstBandwidthTimesIntensity) {
   // 10 GB/s and 5 GFLOP/s: intensity 0.5 flop/byte; attainable min(1000, 0.5 * 100) = 50.
-  EXPECT_DOUBLE_EQ(roofline::percent_of_roofline(5, 10, ceilings(100, 1000)), 10.0);
+  EXPECT_DOUBLE_EQ(roofline::percent_of_roofline(5, 10, kGiB, ceilings(100, 1000)), 10.0);
 }
 
 TEST(RooflinePercent, ComputeBoundRowsAreMeasuredAgainstThePeak) {
   // Intensity 100 flop/byte: attainable min(200, 100 * 50) = 200.
-  EXPECT_DOUBLE_EQ(roofline::percent_of_roofline(50, 0.5, ceilings(50, 200)), 25.0);
+  EXPECT_DOUBLE_EQ(roofline::percent_of_roofline(50, 0.5, kGiB, ceilings(50, 200)), 25.0);
 }
 
 TEST(RooflinePercent, RowsWithOnlyFlopsOrOnlyBytesUseTheirOneCeiling) {
-  EXPECT_DOUBLE_EQ(roofline::percent_of_roofline(kMissing, 20, ceilings(80, 1000)), 25.0);
-  EXPECT_DOUBLE_EQ(roofline::percent_of_roofline(100, kMissing, ceilings(80, 400)), 25.0);
+  EXPECT_DOUBLE_EQ(roofline::percent_of_roofline(kMissing, 20, kGiB, ceilings(80, 1000)), 25.0);
+  EXPECT_DOUBLE_EQ(roofline::percent_of_roofline(100, kMissing, kMissing, ceilings(80, 400)), 25.0);
 }
 
 TEST(RooflinePercent, MissingNumbersGiveNoPercentage) {
-  EXPECT_TRUE(std::isnan(roofline::percent_of_roofline(kMissing, kMissing, ceilings(80, 400))));
-  EXPECT_TRUE(std::isnan(roofline::percent_of_roofline(5, 10, ceilings(kMissing, 400))));
+  EXPECT_TRUE(std::isnan(roofline::percent_of_roofline(kMissing, kMissing, kMissing, ceilings(80, 400))));
+  EXPECT_TRUE(std::isnan(roofline::percent_of_roofline(5, 10, kGiB, ceilings(kMissing, 400))));
+}
+
+// A machine with 64 KiB of L1 at 400 GB/s, 1 MiB of L2 at 200 GB/s, 16 MiB of L3 at 100 GB/s and
+// memory at 20 GB/s.
+roofline::Ceilings cached_machine() {
+  roofline::Ceilings c = ceilings(20, 1000);
+  c.caches = {{"L1d", 64 * 1024.0, 32 * 1024.0, 400},
+              {"L2", 1024 * 1024.0, 128 * 1024.0, 200},
+              {"L3", 16 * 1024 * 1024.0, 2 * 1024 * 1024.0, 100}};
+  return c;
+}
+
+TEST(RooflineCaches, DataThatFitsALevelIsBoundByThatLevel) {
+  const roofline::Ceilings c = cached_machine();
+  EXPECT_DOUBLE_EQ(roofline::attainable_bandwidth(16 * 1024.0, c), 400);
+  EXPECT_DOUBLE_EQ(roofline::attainable_bandwidth(64 * 1024.0, c), 400);
+  // 128 KiB: 64 KiB at 400 GB/s, 64 KiB at 200 GB/s; 128 KiB / (64/400 + 64/200) = 266.7 GB/s.
+  EXPECT_NEAR(roofline::attainable_bandwidth(128 * 1024.0, c), 128.0 / (64.0 / 400 + 64.0 / 200), 1e-9);
+  // Far larger than every cache: memory bandwidth, less than 1% above it.
+  const double huge = roofline::attainable_bandwidth(64 * kGiB, c);
+  EXPECT_GT(huge, 20);
+  EXPECT_LT(huge, 20 * 1.01);
+  // Unknown working set or no cache levels: memory bandwidth, as before the cache probe.
+  EXPECT_DOUBLE_EQ(roofline::attainable_bandwidth(kMissing, c), 20);
+  EXPECT_DOUBLE_EQ(roofline::attainable_bandwidth(16 * 1024.0, ceilings(20, 1000)), 20);
+}
+
+TEST(RooflineCaches, TheBandwidthCeilingFallsWithTheWorkingSetAndStaysBetweenMemoryAndL1) {
+  const roofline::Ceilings c = cached_machine();
+  double previous = 1e30;
+  for (double bytes = 1024; bytes < 16 * kGiB; bytes *= 1.1) {
+    const double bandwidth = roofline::attainable_bandwidth(bytes, c);
+    EXPECT_LE(bandwidth, previous * (1 + 1e-12)) << bytes;
+    EXPECT_LE(bandwidth, 400 * (1 + 1e-12)) << bytes;
+    EXPECT_GE(bandwidth, 20) << bytes;
+    previous = bandwidth;
+  }
+}
+
+TEST(RooflineCaches, ALevelMeasuredSlowerThanASlowerOneCountsAsFastAsIt) {
+  roofline::Ceilings c = cached_machine();
+  c.caches[2].gb_per_s = 10;  // a disturbed L3 measurement, below memory's 20 GB/s
+  // 8 MiB: 64 KiB from L1, 1024 KiB from L2, the rest from L3 at memory's 20 GB/s (in KiB).
+  EXPECT_NEAR(roofline::attainable_bandwidth(8 * 1024 * 1024.0, c),
+              8192.0 / (64.0 / 400 + 1024.0 / 200 + (8192.0 - 1088) / 20), 1e-9);
+}
+
+// The promise of the ceiling: a row that moves its declared bytes at the fastest rate its data can
+// be moved (its working set streamed from the levels it fits in, flops at the peak) is at 100%,
+// never above, whatever its size and intensity; half as fast is 50%.
+TEST(RooflineCaches, ARowAtTheMachinesLimitIsAtMostOneHundredPercent) {
+  const roofline::Ceilings c = cached_machine();
+  for (double bytes = 4096; bytes < 4 * kGiB; bytes *= 3) {
+    const double bandwidth = roofline::attainable_bandwidth(roofline::working_set_lower_bound(bytes), c);
+    for (double intensity : {0.01, 0.5, 5.0, 50.0, 5000.0}) {
+      const double gflop_per_s = std::min(c.peak_gflop_per_s, intensity * bandwidth);
+      const double gb_per_s = gflop_per_s / intensity;
+      EXPECT_NEAR(roofline::percent_of_roofline(gflop_per_s, gb_per_s, bytes, c), 100, 1e-9) << bytes << " " << intensity;
+      EXPECT_NEAR(roofline::percent_of_roofline(gflop_per_s / 2, gb_per_s / 2, bytes, c), 50, 1e-9);
+    }
+  }
+}
+
+TEST(RooflineCaches, ARowWhoseDataFitsInL2IsMeasuredAgainstL2NotMemory) {
+  const roofline::Ceilings c = cached_machine();
+  // 512 KiB declared, a working set of at least 256 KiB: 64 KiB from L1 at best, the rest from L2.
+  const double bytes = 512 * 1024.0;
+  const double bandwidth = 256.0 / (64.0 / 400 + 192.0 / 200);
+  // 150 GB/s, a copy (no flops): 150 / 228.6 of the ceiling; against memory alone it read 750%.
+  EXPECT_NEAR(roofline::percent_of_roofline(kMissing, 150, bytes, c), 150 / bandwidth * 100, 1e-9);
+  EXPECT_LT(roofline::percent_of_roofline(kMissing, 150, bytes, c), 100);
+  EXPECT_DOUBLE_EQ(roofline::percent_of_roofline(kMissing, 150, bytes, ceilings(20, 1000)), 750);
+}
+
+TEST(RooflineCaches, AddRooflinePctTakesTheDeclaredBytesFromTheRowsRateAndTime) {
+  const roofline::Ceilings c = cached_machine();
+  std::vector<ResultRow> rows(2);
+  rows[0].gb_per_s = 150, rows[0].median_ms = 512 * 1024.0 / 150e9 * 1e3;  // 512 KiB per iteration
+  rows[1].gflop_per_s = 10;  // flops only: against the peak
+  roofline::add_roofline_pct(rows, c);
+  EXPECT_NEAR(rows[0].roofline_pct, roofline::percent_of_roofline(kMissing, 150, 512 * 1024.0, c), 1e-9);
+  EXPECT_DOUBLE_EQ(rows[1].roofline_pct, 1.0);
 }
 
 TEST(RooflineJson, RoundTripsAndRejectsWhatIsNotCeilings) {
-  const roofline::Ceilings original = ceilings(12.5, 300);
-  const roofline::Ceilings back = roofline::from_json(roofline::to_json(original));
+  roofline::Ceilings original = ceilings(12.5, 300);
+  original.caches = cached_machine().caches;
+  const nlohmann::json json = roofline::to_json(original);
+  EXPECT_EQ(json["format"], roofline::kCeilingsFormat);
+  const roofline::Ceilings back = roofline::from_json(json);
   EXPECT_DOUBLE_EQ(back.bandwidth_gb_per_s, 12.5);
   EXPECT_DOUBLE_EQ(back.peak_gflop_per_s, 300);
   EXPECT_EQ(back.compute_method, "test");
+  ASSERT_EQ(back.caches.size(), 3u);
+  EXPECT_EQ(back.caches[1].name, "L2");
+  EXPECT_DOUBLE_EQ(back.caches[1].capacity_bytes, 1024 * 1024.0);
+  EXPECT_DOUBLE_EQ(back.caches[1].gb_per_s, 200);
+  // machine.json of a run before the cache probe: no levels, still read.
+  nlohmann::json old = roofline::to_json(ceilings(12.5, 300));
+  old.erase("caches");
+  old.erase("format");
+  EXPECT_TRUE(roofline::from_json(old).caches.empty());
   EXPECT_THROW(roofline::from_json(nlohmann::json{{"bandwidth_gb_per_s", 1}}), InputError);
   nlohmann::json negative = roofline::to_json(original);
   negative["peak_gflop_per_s"] = -1;
   EXPECT_THROW(roofline::from_json(negative), InputError);
+  nlohmann::json empty_cache = roofline::to_json(original);
+  empty_cache["caches"][0]["gb_per_s"] = 0;
+  EXPECT_THROW(roofline::from_json(empty_cache), InputError);
 }
 
 nlohmann::json read_json(const fs::path& path) {
@@ -105,7 +205,7 @@ TEST(RooflineRun, EveryTimedRowIsMeasuredAgainstTheCachedCeilings) {
   EXPECT_EQ(machine["roofline"]["source"], "cache " + file.string());
   int timed = 0;
   for (const ResultRow& row : read_results_csv((out / "results.csv").string())) {
-    if (row.status != "OK") continue;
+    if (row.status != Status::Ok) continue;
     ++timed;
     ASSERT_FALSE(std::isnan(row.roofline_pct)) << row.backend << "/" << row.phase;
     const double intensity = row.gflop_per_s / row.gb_per_s;
@@ -128,6 +228,15 @@ TEST(RooflineRun, TheProbeMeasuresOnceThenTheCacheIsUsed) {
   EXPECT_EQ(measured["source"], "measured");
   EXPECT_EQ(measured["fingerprint"], hardware_fingerprint());
   EXPECT_EQ(measured["threads"], 1);
+  // Every data cache level sysfs lists has a bandwidth, and none is below memory's by much (a
+  // cache slower than memory is noise; 0.8 leaves room for a busy machine).
+  const nlohmann::json caches = measured["caches"];
+  ASSERT_TRUE(caches.is_array());
+  for (const nlohmann::json& cache : caches) {
+    EXPECT_GT(cache["capacity_bytes"].get<double>(), cache["working_set_bytes"].get<double>()) << cache;
+    EXPECT_GT(cache["gb_per_s"].get<double>(), 0.8 * measured["bandwidth_gb_per_s"].get<double>()) << cache;
+  }
+  if (fs::exists("/sys/devices/system/cpu/cpu0/cache/index0/size")) EXPECT_FALSE(caches.empty());
 
   const std::string second_output = quick_run(second, cache);
   EXPECT_EQ(second_output.find("roofline: measuring"), std::string::npos) << second_output;
@@ -151,7 +260,16 @@ TEST(RooflineRun, TheFmaKernelIsTheFallbackAndACorruptCacheIsMeasuredOver) {
   const std::string output = quick_run(second, cache, "PHASEBENCH_ROOFLINE_COMPUTE=kernel");
   EXPECT_NE(output.find("roofline: measuring"), std::string::npos) << output;
   EXPECT_NO_THROW(roofline::from_json(read_json(file))) << "the corrupt cache was not replaced";
-  for (const fs::path& dir : {first, second, cache}) fs::remove_all(dir);
+  // A cache written before the cache levels were measured (no "format") is measured over too.
+  nlohmann::json old = read_json(file);
+  old.erase("format");
+  old.erase("caches");
+  std::ofstream(file) << old.dump();
+  const fs::path third = fresh_temp_path("roofline-kernel");
+  const std::string third_output = quick_run(third, cache, "PHASEBENCH_ROOFLINE_COMPUTE=kernel");
+  EXPECT_NE(third_output.find("roofline: measuring"), std::string::npos) << third_output;
+  EXPECT_EQ(read_json(file)["format"], roofline::kCeilingsFormat);
+  for (const fs::path& dir : {first, second, third, cache}) fs::remove_all(dir);
 }
 
 }  // namespace

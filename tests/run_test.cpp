@@ -11,6 +11,8 @@
 #include <fstream>
 #include <thread>
 
+#include "catalog.hpp"
+#include "phasebench/backend.hpp"
 #include "phasebench/results.hpp"
 #include "process.hpp"
 
@@ -45,9 +47,9 @@ class QuickRun : public ::testing::Test {
 fs::path* QuickRun::out_ = nullptr;
 testing::ProcessResult* QuickRun::result_ = nullptr;
 
-TEST_F(QuickRun, SucceedsAndWritesTheFourFiles) {
+TEST_F(QuickRun, SucceedsAndWritesTheFiveFiles) {
   ASSERT_EQ(result_->exit_code, 0) << result_->output;
-  for (const char* file : {"results.csv", "samples.csv", "machine.json", "benchmark.json"})
+  for (const char* file : {"results.csv", "samples.csv", "machine.json", "benchmark.json", "catalog.json"})
     EXPECT_TRUE(fs::exists(*out_ / file)) << file;
   EXPECT_NE(result_->output.find(out_->string()), std::string::npos) << "prints where results are";
   for (const auto& entry : fs::directory_iterator(out_->parent_path()))
@@ -59,11 +61,11 @@ TEST_F(QuickRun, EveryRowIsOkOrSaysWhyItCouldNotRun) {
   ASSERT_EQ(result_->exit_code, 0) << result_->output;
   for (const ResultRow& row : rows()) {
     const std::string name = row.backend + "/" + row.device + "/" + row.phase;
-    if (row.status == "SKIPPED" || row.status == "UNSUPPORTED") {
+    if (row.status == Status::Skipped || row.status == Status::Unsupported) {
       EXPECT_FALSE(row.reason.empty()) << name;
       continue;
     }
-    EXPECT_EQ(row.status, "OK") << name << ": " << row.reason;
+    EXPECT_EQ(row.status, Status::Ok) << name << ": " << row.reason;
     EXPECT_EQ(row.reps, 3) << name;
     EXPECT_GT(row.median_ms, 0) << name;
     EXPECT_LE(row.min_ms, row.median_ms) << name;
@@ -83,6 +85,44 @@ TEST_F(QuickRun, EveryRowIsOkOrSaysWhyItCouldNotRun) {
   }
 }
 
+// catalog.json is the catalog the run was measured with: the registry's definition of every
+// workload it measured (at its size), which the rows' claims were derived from.
+TEST_F(QuickRun, CatalogJsonHoldsTheCatalogTheRunWasMeasuredWith) {
+  ASSERT_EQ(result_->exit_code, 0) << result_->output;
+  const nlohmann::json saved = read_json(*out_ / "catalog.json");
+  const auto workload = find_workload("trainer2/lior_step");
+  ASSERT_TRUE(workload);
+  // Compared as text: GoogleTest cannot print a JSON value.
+  EXPECT_EQ(saved.dump(1), nlohmann::json::parse(catalog::to_json(catalog::build({workload}, SizeClass::Small)).dump()).dump(1));
+  ASSERT_EQ(saved.at("workloads").size(), 1u) << "only what was measured";
+  const nlohmann::json& entry = saved.at("workloads").at(0);
+  EXPECT_EQ(entry.at("workload").get<std::string>(), "trainer2/lior_step");
+  const std::vector<PhaseInfo> phases = workload->phases();
+  ASSERT_EQ(entry.at("phases").size(), phases.size());
+  for (size_t i = 0; i < phases.size(); ++i) {
+    const PhaseInfo& phase = phases[i];
+    const nlohmann::json& written = entry.at("phases").at(i);
+    EXPECT_EQ(written.at("name").get<std::string>(), phase.name);
+    EXPECT_EQ(written.at("claimed_min").is_null(), std::isnan(phase.claimed_min)) << phase.name;
+    for (const char* key : {"index", "description", "exact", "claimed_max", "needs", "switches_off"})
+      EXPECT_TRUE(written.contains(key)) << phase.name << " lacks " << key;
+  }
+  const nlohmann::json& small = entry.at("sizes").at("small");
+  EXPECT_EQ(small.at("shape").get<std::string>(), workload->shape(SizeClass::Small));
+  EXPECT_DOUBLE_EQ(small.at("bytes_per_iter").get<double>(), workload->work(SizeClass::Small).bytes);
+  const nlohmann::json& first_output = small.at("checks").at(0).at("outputs").at(0);
+  EXPECT_EQ(first_output.at("reason").get<std::string>(), workload->outputs().front().tolerance_reason);
+  EXPECT_TRUE(entry.at("cumulative_claim").contains("claimed_min"));
+  const catalog::Catalog catalog = catalog::from_json(saved, "catalog.json");
+  for (const ResultRow& row : rows()) {
+    if (row.backend == kReferenceBackend) continue;
+    const PhaseInfo* phase = catalog.find(row.suite, row.workload)->phase(row.phase_index);
+    ASSERT_NE(phase, nullptr) << row.phase;
+    EXPECT_EQ(std::isnan(row.claimed_min), std::isnan(phase->claimed_min)) << row.phase;
+    if (!std::isnan(phase->claimed_min)) EXPECT_DOUBLE_EQ(row.claimed_min, phase->claimed_min) << row.phase;
+  }
+}
+
 // The property the seed is about: three host reads per step before, one after.
 TEST_F(QuickRun, HostSyncsFallFromThreeToOne) {
   ASSERT_EQ(result_->exit_code, 0) << result_->output;
@@ -90,7 +130,7 @@ TEST_F(QuickRun, HostSyncsFallFromThreeToOne) {
     GTEST_SKIP() << "no optimized CPU backend is built";
   int checked = 0;
   for (const ResultRow& row : rows()) {
-    if (row.status != "OK" || row.backend == "reference") continue;
+    if (row.status != Status::Ok || row.backend == "reference") continue;
     const std::string name = row.backend + "/" + row.device + "/" + row.phase;
     if (row.phase_index == 0) EXPECT_GE(row.host_syncs_per_iter, 3) << name;
     else EXPECT_EQ(row.host_syncs_per_iter, 1) << name;
@@ -130,16 +170,32 @@ TEST(Isolation, ACrashingVariantIsAnErrorRowAndTheOthersStillRun) {
   for (const ResultRow& row : rows) {
     if (row.backend == "reference") {
       crashed_row_seen = true;
-      EXPECT_EQ(row.status, "ERROR");
+      EXPECT_EQ(row.status, Status::Error);
       EXPECT_NE(row.reason.find("crashed"), std::string::npos) << row.reason;
       EXPECT_NE(row.reason.find("Segmentation fault"), std::string::npos) << row.reason;
-    } else if (row.status == "OK") {
+    } else if (row.status == Status::Ok) {
       ++others_ok;
       EXPECT_FALSE(std::isnan(row.median_ms));
     }
   }
   EXPECT_TRUE(crashed_row_seen);
   if (rows.size() > 1) EXPECT_GT(others_ok, 0) << result.output;
+  fs::remove_all(out);
+}
+
+// Issue 11: a ladder whose phase 0 was filtered out has no speedup over phase 0 to hold against
+// the seed's whole-ladder claim, and the claims view shows none.
+TEST(Run, TheClaimsViewComparesNoWholeLadderWithoutPhaseZero) {
+  if (!testing::backend_built("kokkos") && !testing::backend_built("torch") && !testing::backend_built("onednn"))
+    GTEST_SKIP() << "no optimized CPU backend is built";
+  const fs::path out = fresh_temp_path("no-phase0");
+  const auto result = run_phasebench(
+      "run --quick --size small --filter 'trainer2/lior_step/[a-z]+/(batched_metrics|fused_lior_spd)' --out " +
+      out.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("claims vs measured"), std::string::npos) << result.output;
+  EXPECT_EQ(result.output.find("whole ladder ("), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("no whole-ladder comparison"), std::string::npos) << result.output;
   fs::remove_all(out);
 }
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <stdexcept>
 
 #include "phasebench/results.hpp"
 #include "phasebench/rng.hpp"
@@ -25,6 +26,13 @@ using testing::run_phasebench;
 const ref::Policy kPolicies[] = {ref::Policy::Autoregressive, ref::Policy::Residual, ref::Policy::Convex};
 
 std::string workload_name(ref::Policy policy) { return "spinlock/cnn_rollout_" + sp::policy_name(policy); }
+
+// The catalog index of the phase named `name` (the checks are declared per index).
+int index_of(const Workload& workload, const std::string& name) {
+  for (const PhaseInfo& phase : workload.phases())
+    if (phase.name == name) return phase.index;
+  throw std::invalid_argument("no phase " + name);
+}
 
 TEST(SpinlockDump, AnIndependentNumpyOperatorAgreesForEveryPolicy) {
   for (ref::Policy policy : kPolicies) {
@@ -76,7 +84,8 @@ TEST(SpinlockBudgets, TheDeclaredErrorGrowthCoversTheReferencesAndIsNotLoose) {
 
 TEST(SpinlockBudgets, ExactPhasesGetFp32BudgetsThatGrowWithTheStep) {
   const auto workload = find_workload("spinlock/cnn_rollout_convex");
-  for (int phase : {sp::kEager, sp::kCompileFusion, sp::kExactFast}) {
+  for (const char* name : {sp::kEager, sp::kCompileFusion, sp::kExactFast}) {
+    const int phase = index_of(*workload, name);
     const std::vector<OutputSpec> specs = workload->outputs_for(phase, SizeClass::Default);
     ASSERT_EQ(specs.size(), 1u);
     EXPECT_EQ(specs[0].reference_name(), sp::kTrajectory);
@@ -89,11 +98,12 @@ TEST(SpinlockBudgets, ExactPhasesGetFp32BudgetsThatGrowWithTheStep) {
 
 TEST(SpinlockBudgets, ApproximatePhasesAreCheckedAgainstTheirOwnModelAndBoundedAgainstTheExactOne) {
   const auto workload = find_workload("spinlock/cnn_rollout_autoregressive");
-  const std::vector<OutputSpec> bf16 = workload->outputs_for(sp::kMixedPrecision, SizeClass::Small);
+  const std::vector<OutputSpec> bf16 = workload->outputs_for(index_of(*workload, sp::kMixedPrecision), SizeClass::Small);
   ASSERT_EQ(bf16.size(), 1u);
   EXPECT_EQ(bf16[0].reference_name(), sp::kTrajectory);
   EXPECT_DOUBLE_EQ(bf16[0].step_budget[0], 1e-2);
-  for (int phase : {sp::kOperatorOpts, sp::kBatching, sp::kProfileGuided}) {
+  for (const char* name : {sp::kOperatorOpts, sp::kBatching, sp::kProfileGuided}) {
+    const int phase = index_of(*workload, name);
     const std::vector<OutputSpec> specs = workload->outputs_for(phase, SizeClass::Small);
     ASSERT_EQ(specs.size(), 2u);
     EXPECT_EQ(specs[0].reference_name(), sp::kApproximateModelTrajectory);
@@ -122,7 +132,7 @@ TEST(SpinlockRun, RowsReportTheErrorOfEveryStep) {
   ASSERT_EQ(result.exit_code, 0) << result.output;
   const std::vector<ResultRow> rows = read_results_csv((out / "results.csv").string());
   ASSERT_EQ(rows.size(), 1u);
-  EXPECT_EQ(rows[0].status, "OK") << rows[0].reason;
+  EXPECT_EQ(rows[0].status, Status::Ok) << rows[0].reason;
   EXPECT_EQ(rows[0].step_output, "trajectory");
   const std::string& steps = rows[0].step_rel_l2_err;
   EXPECT_EQ(std::count(steps.begin(), steps.end(), ';'), 2) << steps;  // T = 3 at the small size

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 
+#include "phasebench/backend.hpp"
 #include "phasebench/results.hpp"
 #include "process.hpp"
 
@@ -23,7 +24,7 @@ TEST(Trainer2Syncs, FallFromThreePerStepToOnePerWindow) {
   ASSERT_EQ(result.exit_code, 0) << result.output;
   std::map<std::string, std::vector<ResultRow>> ladders;  // backend/device/workload -> OK rows
   for (const ResultRow& row : read_results_csv((out / "results.csv").string()))
-    if (row.status == "OK" && row.backend != "reference")
+    if (row.status == Status::Ok && row.backend != kReferenceBackend)
       ladders[row.workload + " " + row.backend + "/" + row.device].push_back(row);
   if (ladders.empty()) GTEST_SKIP() << "no optimized backend that runs here is built";
   for (const auto& [name, rows] : ladders) {

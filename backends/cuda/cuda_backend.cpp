@@ -279,6 +279,12 @@ class CudaBackend final : public Backend {
     check(cudaFree(nullptr), "creating the CUDA context");
   }
 
+  // Launch graphs are the runtime's own; bf16 through cuBLAS/cuda_bf16. Memory is allocated
+  // stream-ordered (cudaMallocAsync), with no cache for the code to empty.
+  Capabilities capabilities(const std::string&) const override {
+    return {Capability::GraphCapture, Capability::Bf16};
+  }
+
   void synchronize(const std::string&) override {
     if (device_available()) check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   }

@@ -15,9 +15,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
+
+#include "phasebench/variant.hpp"
 
 namespace pb::cuda_backend {
 
@@ -26,6 +29,15 @@ namespace pb::cuda_backend {
 /// or "no CUDA device". Asks the runtime once per process; later calls return the cached answer.
 const std::string& device_unavailable_reason();
 inline bool device_available() { return device_unavailable_reason().empty(); }
+
+/// Every CUDA variant's support(): UNSUPPORTED on a device other than "cuda", SKIPPED with the
+/// runtime's reason when no CUDA device can be used here, nothing when it can run.
+inline std::optional<CannotRun> variant_support(const VariantContext& context) {
+  if (context.device != "cuda")
+    return CannotRun{CannotRun::Kind::Unsupported, "the cuda backend runs on device \"cuda\" only"};
+  if (!device_available()) return CannotRun{CannotRun::Kind::Skipped, device_unavailable_reason()};
+  return std::nullopt;
+}
 
 /// Throws std::runtime_error "<what>: <error text> (<error name>)" unless `status` is cudaSuccess.
 void check(cudaError_t status, const char* what);

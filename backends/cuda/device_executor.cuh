@@ -20,8 +20,12 @@
 // cuda_backend.hpp): everything but read(), wait(), upload() and download() may be captured.
 
 #include <cstdint>
+#include <iostream>
+#include <string>
+#include <utility>
 
 #include "backends/cuda/cuda_backend.hpp"
+#include "phasebench/variant.hpp"
 
 namespace pb::cuda_backend {
 
@@ -111,5 +115,20 @@ class DeviceExecutor {
 
   Stream stream_;
 };
+
+/// A variant's graph: `warm_up` runs once eagerly (kernels loaded, every buffer touched, library
+/// heuristics chosen), then what `enqueue` issues on the executor's stream is captured into
+/// `graph`. When capture fails the variant says why on stderr and runs eagerly (graph not ready).
+template <typename WarmUp, typename Enqueue>
+void capture_after_warm_up(DeviceExecutor& executor, Graph& graph, const VariantContext& context, WarmUp&& warm_up,
+                           Enqueue&& enqueue) {
+  warm_up();
+  executor.wait();
+  const std::string failure = graph.capture(executor.stream(), std::forward<Enqueue>(enqueue));
+  if (!failure.empty()) {
+    std::cerr << "phasebench: " + context.workload->full_name() + "/cuda phase " + std::to_string(context.phase) +
+                     ": CUDA graph capture failed (" + failure + "); running eagerly\n";
+  }
+}
 
 }  // namespace pb::cuda_backend

@@ -1,15 +1,11 @@
 #pragma once
 // PB_HOST_DEVICE marks a function that runs in a CUDA kernel and on the host: nvcc compiles it for
 // both, a plain C++ compiler sees an ordinary inline function. Kernel bodies are written this way
-// so that a host test runs the very code a kernel runs (DESIGN.md, "CUDA without a GPU").
+// so that a host test runs the very code a kernel runs (README.md, "Backends on this project's
+// machines": what is and is not tested without a GPU). The reference's per-element functions that
+// device code shares use it too (reference/spinlock/cnn_rollout.hpp's policy update).
 
-#ifndef PB_HOST_DEVICE
-#if defined(__CUDACC__)
-#define PB_HOST_DEVICE __host__ __device__
-#else
-#define PB_HOST_DEVICE
-#endif
-#endif
+#include "phasebench/host_device.hpp"  // PB_HOST_DEVICE
 
 #include <cstdint>
 

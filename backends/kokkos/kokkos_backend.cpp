@@ -177,6 +177,10 @@ class KokkosBackend final : public Backend {
     if (Kokkos::is_initialized()) Kokkos::fence();
   }
 
+  // bf16 is emulated (Bf16 storage, fp32 arithmetic). Views allocate and free directly: no cache to
+  // empty; Kokkos::Experimental::Graph is not used (3.4's Serial space runs graph nodes eagerly).
+  Capabilities capabilities(const std::string&) const override { return {Capability::Bf16}; }
+
   // Serial runs on one thread whatever was asked; a GPU space reports its own concurrency.
   int effective_threads(int requested) const override {
     if (device_is_gpu()) return requested;

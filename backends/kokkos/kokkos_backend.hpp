@@ -1,5 +1,7 @@
 #pragma once
-// Kokkos backend glue shared by the Kokkos variants (optimized/<suite>/<workload>-kokkos.cpp).
+// Kokkos backend glue shared by the Kokkos variants (optimized/<suite>/<workload>-kokkos.cpp and
+// the suites' engines): the views and policies, the counted host reads, and the setup helpers
+// every variant uses to allocate, fill, copy to the device and poison its Views.
 //
 // Every kernel targets Kokkos::DefaultExecutionSpace and its memory space: Debian's Kokkos is
 // Serial only, but the same source runs in parallel under a user's OpenMP, Threads or CUDA
@@ -9,10 +11,15 @@
 // installs in start_counting() (kokkos_backend.cpp).
 
 #include <cstdint>
+#include <limits>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include <Kokkos_Core.hpp>
 
+#include "phasebench/arrays.hpp"
 #include "phasebench/counters.hpp"
 
 namespace pb::kokkos_backend {
@@ -30,16 +37,6 @@ bool device_is_gpu();
 /// The device name variants and result rows use: "cpu" for host spaces (Serial, OpenMP,
 /// Threads), else the execution space's name in lower case ("cuda", "hip", "sycl").
 std::string device_name();
-
-/// sqrt callable in kernels on every execution space (Kokkos 3.4 has it in Experimental only).
-template <class Scalar>
-KOKKOS_INLINE_FUNCTION Scalar device_sqrt(Scalar value) {
-#if KOKKOS_VERSION >= 30700
-  return Kokkos::sqrt(value);
-#else
-  return Kokkos::Experimental::sqrt(value);
-#endif
-}
 
 /// The math functions callable in kernels on every execution space: Kokkos 3.4 has them in
 /// Kokkos::Experimental only, Kokkos >= 3.7 in Kokkos (use as device_math::cos(x)).
@@ -94,6 +91,61 @@ Value reduce_to_host(const std::string& label, int64_t count, const Functor& fun
 template <class DeviceViewType>
 auto copy_for_outputs(const DeviceViewType& device) {
   return Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), device);
+}
+
+/// A contiguous device View's values in order, for Variant::outputs() (untimed, not counted).
+template <class DeviceViewType>
+std::vector<typename DeviceViewType::non_const_value_type> to_host_vector(const DeviceViewType& device) {
+  const auto host = copy_for_outputs(device);
+  return {host.data(), host.data() + host.span()};
+}
+
+// ---- setup and poisoning: allocate, fill (not timed, not counted) -----------------------------------
+
+/// A fresh View whose contents the next kernel overwrites (as a tensor op allocates its result).
+template <class ViewType, class... Extents>
+ViewType uninitialized(const std::string& label, Extents... extents) {
+  return ViewType(Kokkos::view_alloc(Kokkos::WithoutInitializing, label), extents...);
+}
+
+/// A new device View of `extents` whose element at row-major position i is value_at(i): filled
+/// in a host mirror, then copied (setup only). Filled through the View's own indexing, so a
+/// rank-2 View may have any layout (LayoutLeft on CUDA for coalesced row access).
+template <class ViewType, class ValueAt, class... Extents>
+ViewType filled_on_device(const std::string& label, const ValueAt& value_at, Extents... extents) {
+  static_assert(ViewType::rank <= 2 || std::is_same<typename ViewType::array_layout, Kokkos::LayoutRight>::value,
+                "filled_on_device: a View of rank > 2 must be row-major");
+  const ViewType device = uninitialized<ViewType>(label, extents...);
+  const auto host = Kokkos::create_mirror_view(device);
+  if constexpr (ViewType::rank == 2) {
+    const int64_t rows = host.extent(0), cols = host.extent(1);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) host(r, c) = value_at(r * cols + c);
+  } else {
+    for (int64_t i = 0; i < static_cast<int64_t>(host.span()); ++i) host.data()[i] = value_at(i);
+  }
+  Kokkos::deep_copy(device, host);
+  return device;
+}
+
+/// A new device View of `extents` holding `array`'s values converted to its value type (setup
+/// only). Throws when the counts differ.
+template <class ViewType, class... Extents>
+ViewType to_device(const std::string& label, const HostArray& array, Extents... extents) {
+  using Value = typename ViewType::non_const_value_type;
+  const int64_t expected = (int64_t{1} * ... * static_cast<int64_t>(extents));
+  if (expected != array.numel())
+    throw std::invalid_argument("kokkos: " + label + " has " + std::to_string(array.numel()) + " values, expected " +
+                                std::to_string(expected));
+  return filled_on_device<ViewType>(
+      label, [&](int64_t i) { return static_cast<Value>(array.values[i]); }, extents...);
+}
+
+/// NaN into every element of `view` when it is allocated (poison_outputs(); blocks).
+template <class ViewType>
+void fill_nan(const ViewType& view) {
+  using Value = typename ViewType::non_const_value_type;
+  if (view.is_allocated()) Kokkos::deep_copy(view, std::numeric_limits<Value>::quiet_NaN());
 }
 
 }  // namespace pb::kokkos_backend

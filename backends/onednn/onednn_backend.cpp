@@ -117,6 +117,10 @@ class OnednnBackend final : public Backend {
 
   void finalize() override { runtime().reset(); }
 
+  // bf16 primitives (native where the ISA has it, else oneDNN's emulation). The CPU engine
+  // allocates plain host memory (no cache to empty) and has no graph capture.
+  Capabilities capabilities(const std::string&) const override { return {Capability::Bf16}; }
+
   void synchronize(const std::string& device) override {
     (void)device;  // one device
     if (runtime()) runtime()->stream.wait();
@@ -155,15 +159,6 @@ dnnl::memory allocate(const dnnl::memory::desc& desc) {
   dnnl::memory memory(desc, engine());
   pb::counters::note_allocation(static_cast<int64_t>(desc.get_size()));
   return memory;
-}
-
-dnnl::memory float_view(const dnnl::memory& base, const dnnl::memory::desc& desc,
-                        int64_t offset) {
-  const size_t end = static_cast<size_t>(offset) * sizeof(float) + desc.get_size();
-  if (offset < 0 || end > base.get_desc().get_size()) {
-    throw std::out_of_range("float_view past the end of its base memory");
-  }
-  return dnnl::memory(desc, base.get_engine(), static_cast<float*>(base.get_data_handle()) + offset);
 }
 
 void note_dispatched_op() { pb::counters::note_ops(1); }
@@ -209,6 +204,11 @@ void write_floats(const dnnl::memory& memory, const std::vector<float>& values) 
 
 void fill_floats(const dnnl::memory& memory, float value) {
   write_floats(memory, std::vector<float>(memory.get_desc().get_size() / sizeof(float), value));
+}
+
+std::optional<pb::CannotRun> cannot_run_on(const std::string& device) {
+  if (device == "cpu") return std::nullopt;
+  return pb::CannotRun{pb::CannotRun::Kind::Unsupported, "the oneDNN variants use the CPU engine only"};
 }
 
 Execution::Execution(const dnnl::primitive_desc_base& pd, const Args& args)

@@ -1,5 +1,5 @@
 #pragma once
-// oneDNN backend glue shared by the oneDNN variants (optimized/*/*-onednn.cpp).
+// oneDNN backend runtime shared by the oneDNN variants (optimized/*/*-onednn.cpp).
 //
 // The backend owns one CPU engine and one in-order stream for the whole process; variants build
 // their primitives against them in setup() and run them in run(). Everything a variant does to
@@ -8,17 +8,20 @@
 //   allocate()             -> bytes allocated (counted only inside the counted iteration),
 //   read_floats_to_host()  -> one host sync (stream wait + copy),
 //   run_host_kernel()      -> one dispatched op (plain C++ where no primitive fits; no sync).
-//
-// oneDNN 3.0 removed the op descriptors (eltwise_forward::desc, ...) and changed post-op and
-// primitive-descriptor signatures; the version-specific code lives in the small *_pd() and
-// append_eltwise() helpers at the bottom, so variants compile unchanged against 2.x and 3.x.
+// The toolkit built on them: primitives.hpp (primitive descriptors of oneDNN 2.x and 3.x, post-ops,
+// one-line executions), memory.hpp (descriptors, views, uploads, renewable storage), program.hpp
+// (work bound in setup and played by run()).
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include "phasebench/variant.hpp"
 
 namespace pb::onednn_backend {
 
@@ -33,12 +36,6 @@ dnnl::stream& stream();
 /// A new memory of `desc` on engine(). Its bytes are noted as allocated (pb::counters), which
 /// only counts when called inside the counted run().
 dnnl::memory allocate(const dnnl::memory::desc& desc);
-
-/// A memory of `desc` over the storage of `base`, starting `offset` floats in (no copy, no
-/// allocation). Lets a primitive write into one row of a larger buffer with a plain descriptor.
-/// CPU engines only: there a memory handle is a host pointer.
-dnnl::memory float_view(const dnnl::memory& base, const dnnl::memory::desc& desc,
-                        int64_t offset);
 
 /// Counts one dispatched op (pb::counters); for work dispatched without execute().
 void note_dispatched_op();
@@ -77,9 +74,12 @@ void run_host_kernel(Kernel&& kernel) {
   kernel();
 }
 
+/// Why a oneDNN variant cannot run on `device`, if it cannot: the variants use the CPU engine only.
+std::optional<pb::CannotRun> cannot_run_on(const std::string& device);
+
 /// One primitive execution prepared in setup(): the primitive, its scratchpad and its arguments.
-/// Primitives are created in user scratchpad mode (see the *_pd() helpers) so that no allocation
-/// hides inside execution; the scratchpad is allocated here, once. Arguments are converted to
+/// Primitives are created in user scratchpad mode (see the *_pd() helpers of primitives.hpp) so
+/// that no allocation hides inside execution; the scratchpad is allocated here, once. Arguments are converted to
 /// oneDNN's C form once too, so operator() builds no std::unordered_map per call: the harness
 /// counts host heap bytes in run(), and at small sizes per-call bookkeeping shows in the time.
 class Execution {
@@ -94,129 +94,5 @@ class Execution {
   std::vector<dnnl::memory> memories_;  // owns what c_args_ points at, scratchpad included
   std::vector<dnnl_exec_arg_t> c_args_;
 };
-
-// ---- version-specific construction (oneDNN 2.x op descriptors vs 3.x direct constructors) ----
-
-/// `attr` with the scratchpad mode set to user (see Execution).
-inline dnnl::primitive_attr user_scratchpad(dnnl::primitive_attr attr) {
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  return attr;
-}
-
-/// Appends an eltwise post-op: dst = algorithm(dst; alpha, beta). 3.x dropped the scale argument.
-inline void append_eltwise(dnnl::post_ops& ops, dnnl::algorithm algorithm, float alpha,
-                           float beta) {
-#if DNNL_VERSION_MAJOR >= 3
-  ops.append_eltwise(algorithm, alpha, beta);
-#else
-  ops.append_eltwise(1.0f, algorithm, alpha, beta);
-#endif
-}
-
-/// Forward-inference eltwise with dst laid out as src (in place allowed).
-inline dnnl::eltwise_forward::primitive_desc eltwise_pd(
-    dnnl::algorithm algorithm, const dnnl::memory::desc& data, float alpha = 0.0f,
-    float beta = 0.0f, const dnnl::primitive_attr& attr = {}) {
-#if DNNL_VERSION_MAJOR >= 3
-  return {engine(), dnnl::prop_kind::forward_inference, algorithm, data, data, alpha, beta,
-          user_scratchpad(attr)};
-#else
-  const dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm, data,
-                                         alpha, beta);
-  return {desc, user_scratchpad(attr), engine()};
-#endif
-}
-
-/// dst = src0 (algorithm) src1, src1 broadcast along its size-1 dimensions.
-inline dnnl::binary::primitive_desc binary_pd(dnnl::algorithm algorithm,
-                                              const dnnl::memory::desc& src0,
-                                              const dnnl::memory::desc& src1,
-                                              const dnnl::memory::desc& dst,
-                                              const dnnl::primitive_attr& attr = {}) {
-#if DNNL_VERSION_MAJOR >= 3
-  return {engine(), algorithm, src0, src1, dst, user_scratchpad(attr)};
-#else
-  const dnnl::binary::desc desc(algorithm, src0, src1, dst);
-  return {desc, user_scratchpad(attr), engine()};
-#endif
-}
-
-/// Reduces src over the dimensions where dst has size 1 (sum, mean, ...; p and eps only for the
-/// norm algorithms, e.g. reduction_norm_lp_sum with p = 2 is the Euclidean norm).
-inline dnnl::reduction::primitive_desc reduction_pd(dnnl::algorithm algorithm,
-                                                    const dnnl::memory::desc& src,
-                                                    const dnnl::memory::desc& dst,
-                                                    const dnnl::primitive_attr& attr = {},
-                                                    float p = 0.0f, float eps = 0.0f) {
-#if DNNL_VERSION_MAJOR >= 3
-  return {engine(), algorithm, src, dst, p, eps, user_scratchpad(attr)};
-#else
-  const dnnl::reduction::desc desc(algorithm, src, dst, p, eps);
-  return {desc, user_scratchpad(attr), engine()};
-#endif
-}
-
-/// dst = softmax of src along `axis` (dst laid out as src).
-inline dnnl::softmax_forward::primitive_desc softmax_pd(const dnnl::memory::desc& data, int axis,
-                                                        const dnnl::primitive_attr& attr = {}) {
-#if DNNL_VERSION_MAJOR >= 3
-  return {engine(), dnnl::prop_kind::forward_inference, dnnl::algorithm::softmax_accurate, data,
-          data, axis, user_scratchpad(attr)};
-#else
-  const dnnl::softmax_forward::desc desc(dnnl::prop_kind::forward_inference, data, axis);
-  return {desc, user_scratchpad(attr), engine()};
-#endif
-}
-
-/// Forward-inference direct 2-D convolution, stride 1, `padding` zeros on every side.
-inline dnnl::convolution_forward::primitive_desc convolution_pd(
-    const dnnl::memory::desc& src, const dnnl::memory::desc& weights,
-    const dnnl::memory::desc& dst, dnnl::memory::dim padding,
-    const dnnl::primitive_attr& attr = {}) {
-  const dnnl::memory::dims strides{1, 1}, pad{padding, padding};
-#if DNNL_VERSION_MAJOR >= 3
-  return {engine(), dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-          src, weights, dst, strides, pad, pad, user_scratchpad(attr)};
-#else
-  const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
-                                             dnnl::algorithm::convolution_direct, src, weights,
-                                             dst, strides, pad, pad);
-  return {desc, user_scratchpad(attr), engine()};
-#endif
-}
-
-/// dst [N,OC] = src [N,IC] x weights [OC,IC]^T (forward inference, no bias). With N = 1 and the
-/// weights in "io" layout ([IC,OC] row-major) it is a gemv that oneDNN 2.6 runs at memory speed.
-inline dnnl::inner_product_forward::primitive_desc inner_product_pd(
-    const dnnl::memory::desc& src, const dnnl::memory::desc& weights,
-    const dnnl::memory::desc& dst, const dnnl::primitive_attr& attr = {}) {
-#if DNNL_VERSION_MAJOR >= 3
-  return {engine(), dnnl::prop_kind::forward_inference, src, weights, dst, user_scratchpad(attr)};
-#else
-  const dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, src, weights,
-                                               dst);
-  return {desc, user_scratchpad(attr), engine()};
-#endif
-}
-
-/// A copy (or layout change) from src to dst: a reorder, the same call in oneDNN 2.x and 3.x.
-inline dnnl::reorder::primitive_desc reorder_pd(const dnnl::memory::desc& src,
-                                                const dnnl::memory::desc& dst,
-                                                const dnnl::primitive_attr& attr = {}) {
-  return {engine(), src, engine(), dst, user_scratchpad(attr)};
-}
-
-/// dst = src x weights (2-D: [M,K] x [K,N] -> [M,N]), post-ops from `attr`.
-inline dnnl::matmul::primitive_desc matmul_pd(const dnnl::memory::desc& src,
-                                              const dnnl::memory::desc& weights,
-                                              const dnnl::memory::desc& dst,
-                                              const dnnl::primitive_attr& attr = {}) {
-#if DNNL_VERSION_MAJOR >= 3
-  return {engine(), src, weights, dst, user_scratchpad(attr)};
-#else
-  const dnnl::matmul::desc desc(src, weights, dst);
-  return {desc, user_scratchpad(attr), engine()};
-#endif
-}
 
 }  // namespace pb::onednn_backend

@@ -180,6 +180,17 @@ class TorchBackend final : public Backend {
     }
   }
 
+  // CUDA adds its caching allocator and, when this LibTorch has them, CUDA graphs.
+  Capabilities capabilities(const std::string& device) const override {
+    Capabilities has{Capability::Bf16, Capability::Autograd};
+    if (device != "cuda") return has;
+    has.insert(Capability::CachingAllocator);
+#ifdef PHASEBENCH_TORCH_CUDA_GRAPHS
+    has.insert(Capability::GraphCapture);
+#endif
+    return has;
+  }
+
   void synchronize(const std::string& device) override {
     if (device == "cuda" && torch::cuda::is_available()) torch::cuda::synchronize();
   }
@@ -273,14 +284,12 @@ torch::Tensor read_to_host(const torch::Tensor& tensor) {
 
 // ---- CUDA-only machinery ------------------------------------------------------------------------
 
+namespace {
+
+/// True when `device` has a caching allocator whose cache can be emptied (LibTorch's CUDA device).
 bool has_caching_allocator(const std::string& device) {
   return device == "cuda" && cuda_unavailable_reason().empty();
 }
-
-AllocatorCleanup::AllocatorCleanup(const std::string& device, bool adaptive)
-    : enabled_(has_caching_allocator(device)), adaptive_(adaptive) {}
-
-namespace {
 
 #ifdef PHASEBENCH_TORCH_CUDA_GRAPHS
 // Device-wide memory use (cudaMemGetInfo: a driver query, it does not wait for the device). The
@@ -294,6 +303,17 @@ double cuda_memory_used_fraction() {
 
 }  // namespace
 
+bool captures_cuda_graphs() {
+#ifdef PHASEBENCH_TORCH_CUDA_GRAPHS
+  return true;
+#else
+  return false;
+#endif
+}
+
+AllocatorCleanup::AllocatorCleanup(const std::string& device, bool adaptive)
+    : enabled_(has_caching_allocator(device)), adaptive_(adaptive) {}
+
 void AllocatorCleanup::after_window() {
   if (!enabled_) return;
   ++windows_;
@@ -302,15 +322,6 @@ void AllocatorCleanup::after_window() {
   if (adaptive_ && cuda_memory_used_fraction() <= 0.9) return;
   counters::note_host_sync();  // empty_cache synchronizes before it frees the cached blocks
   c10::cuda::CUDACachingAllocator::emptyCache();
-#endif
-}
-
-std::string cuda_graph_unavailable_reason() {
-#ifdef PHASEBENCH_TORCH_CUDA_GRAPHS
-  return cuda_unavailable_reason();
-#else
-  return "phasebench was built against LibTorch " TORCH_VERSION
-         " without CUDA (no at::cuda::CUDAGraph)";
 #endif
 }
 
@@ -366,7 +377,7 @@ std::string CudaGraph::capture(const std::function<void()>& body) {
   return {};
 #else
   (void)body;
-  return cuda_graph_unavailable_reason();
+  return "phasebench was built against LibTorch " TORCH_VERSION " without CUDA (no at::cuda::CUDAGraph)";
 #endif
 }
 

@@ -44,11 +44,12 @@ torch::Tensor read_to_host(const torch::Tensor& tensor);
 
 // ---- CUDA-only machinery (compiled only against a CUDA LibTorch; see torch_backend.cpp) ---------
 
-/// True when `device` has a caching allocator whose cache can be emptied (LibTorch's CUDA device).
-bool has_caching_allocator(const std::string& device);
+/// Whether this build can capture CUDA graphs (a LibTorch with CUDA): only then does the backend
+/// declare graph_capture on cuda, so only then may a ladder register a phase that needs it.
+bool captures_cuda_graphs();
 
 /// The original trainer's allocator cleanup after each window: torch.cuda.empty_cache() every 10
-/// windows; `adaptive` (phase adaptive_cleanup): every 50 windows and only when the device's memory
+/// windows; `adaptive` (adaptive_cleanup): every 50 windows and only when the device's memory
 /// is more than 90% used. Emptying the cache waits for the device: one counted host sync. A no-op
 /// on devices without a caching allocator.
 class AllocatorCleanup {
@@ -61,9 +62,6 @@ class AllocatorCleanup {
   bool enabled_ = false, adaptive_ = false;
   int64_t windows_ = 0;
 };
-
-/// Why this build cannot capture CUDA graphs; empty when it can (a CUDA LibTorch).
-std::string cuda_graph_unavailable_reason();
 
 /// A CUDA graph (at::cuda::CUDAGraph) of the device work a body enqueues. The caller warms the
 /// body up eagerly first (lazy initialization, JIT profiling and allocator growth must not happen

@@ -6,11 +6,10 @@
 
 #include <algorithm>
 
-#include "compare.hpp"
 #include "phasebench/errors.hpp"
 #include "phasebench/files.hpp"
 #include "phasebench/machine.hpp"
-#include "phasebench/runner.hpp"
+#include "results_model.hpp"
 
 namespace pb::baseline {
 namespace fs = std::filesystem;
@@ -18,33 +17,30 @@ namespace fs = std::filesystem;
 namespace {
 
 // A baseline is what later runs must match: it has to pass, and time something.
-void check_usable(const compare::RunData& run) {
+void check_usable(const results::RunData& run) {
   if (run.fingerprint().empty() || run.fingerprint() == "mixed")
     throw InputError(run.label + " has no single machine fingerprint (machine.json missing or a mixed "
                      "merge): a baseline belongs to one machine");
   for (const ResultRow& row : run.rows)
     if (is_failure(row.status))
-      throw InputError(run.label + ": " + compare::row_name(row) + " is " + row.status +
+      throw InputError(run.label + ": " + results::row_name(row) + " is " + to_string(row.status) +
                        "; a baseline must be a run where every check passes");
   const bool timed = std::any_of(run.rows.begin(), run.rows.end(),
-                                 [&](const ResultRow& row) { return run.samples.count(compare::row_key(row)); });
+                                 [&](const ResultRow& row) { return run.samples.count(results::row_key(row)); });
   if (!timed) throw InputError(run.label + " timed no row: nothing to compare later runs against");
 }
 
-void write_baseline(const compare::RunData& run, const fs::path& directory) {
-  StagedDirectory staged(directory);
-  write_file_atomically(staged.staging_path() / "results.csv", results_csv(run.rows));
-  write_file_atomically(staged.staging_path() / "samples.csv", samples_csv(run.sample_rows));
+// The run as it is, catalog included, so a later compare reads it with the definitions it had.
+void write_baseline(const results::RunData& run, const fs::path& directory) {
   nlohmann::json machine = run.machine;
   machine["baseline"] = {{"recorded_from", run.machine.value("run_id", run.label)}, {"recorded_at", make_run_id()}};
-  write_file_atomically(staged.staging_path() / "machine.json", machine.dump(2) + "\n");
-  staged.commit();
+  results::write_run_directory(directory, {run.rows, run.sample_rows, machine, run.catalog, ""});
 }
 
 }  // namespace
 
 fs::path record(const std::string& run_path, const std::string& root, bool refresh) {
-  const compare::RunData run = compare::load_run(run_path);
+  const results::RunData run = results::load_run(run_path);
   check_usable(run);
   const fs::path directory = fs::path(root) / run.fingerprint();
   if (!fs::exists(directory)) {
@@ -68,7 +64,7 @@ fs::path record(const std::string& run_path, const std::string& root, bool refre
 
 std::string fingerprint(const std::string& run) {
   if (run.empty()) return hardware_fingerprint();
-  const std::string found = compare::load_run(run).fingerprint();
+  const std::string found = results::load_run(run).fingerprint();
   if (found.empty()) throw InputError(run + " has no machine.json with a fingerprint");
   return found;
 }

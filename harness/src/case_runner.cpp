@@ -1,10 +1,6 @@
 #include "case_runner.hpp"
 
-#include <algorithm>
-#include <cstdlib>
-#include <regex>
-
-#include "phasebench/errors.hpp"
+#include "slowdown_injection.hpp"
 
 namespace pb::detail {
 
@@ -24,6 +20,11 @@ void record_error(LiveCase& live, const std::string& stage, const std::exception
 namespace {
 
 bool can_run_here(LiveCase& live) {
+  if (const auto& gap = live.spec.capability_gap) {  // the phase itself cannot run on this device
+    live.status = gap->kind == CannotRun::Kind::Skipped ? Status::Skipped : Status::Unsupported;
+    live.reason = gap->reason;
+    return false;
+  }
   if (!live.spec.device_unavailable_reason.empty()) {
     live.status = Status::Skipped;
     live.reason = live.spec.device_unavailable_reason;
@@ -38,7 +39,7 @@ void prepare(LiveCase& live, const Problem& problem, int threads) {
   if (!can_run_here(live)) return;
   try {
     VariantContext context{live.spec.workload.get(), live.spec.size, live.spec.device,
-                           live.spec.phase, threads};
+                           live.spec.phase, threads, live.spec.plan};
     live.variant = live.spec.ladder->make(context);
     if (const auto cannot = live.variant->support()) {
       live.status = cannot->kind == CannotRun::Kind::Skipped ? Status::Skipped : Status::Unsupported;
@@ -46,9 +47,9 @@ void prepare(LiveCase& live, const Problem& problem, int threads) {
       live.variant.reset();
       return;
     }
+    live.variant = with_injected_slowdown(std::move(live.variant), *live.spec.backend, live.spec.device,
+                                          live.spec.row_name());
     live.variant->setup(problem.inputs);
-    live.injected_slowdown =
-        slowdown_injected_into(live.spec.row_name(), std::getenv("PHASEBENCH_INJECT_SLOWDOWN"));
   } catch (const std::exception& error) {
     record_error(live, "setup", error);
   }
@@ -86,68 +87,14 @@ void count(LiveCase& live) {
   }
 }
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-volatile uint64_t spin_result;  // keeps spin()'s work observable
-
-// Busy work the compiler cannot remove: a chain of dependent multiply-adds.
-void spin(uint64_t units) {
-  uint64_t x = units;
-  for (uint64_t i = 0; i < units; ++i) x = x * 6364136223846793005ull + 1442695040888963407ull;
-  spin_result = x;
-}
-
-// Nanoseconds one unit of spin() takes when nothing interferes: the fastest of several timings.
-double spin_unit_ns() {
-  static const double nanoseconds = [] {
-    constexpr uint64_t kUnits = 20000;
-    double fastest = 1e30;
-    for (int attempt = 0; attempt < 20; ++attempt) {
-      const auto start = Clock::now();
-      spin(kUnits);
-      fastest = std::min(fastest, std::chrono::duration<double, std::nano>(Clock::now() - start).count());
-    }
-    return fastest / kUnits;
-  }();
-  return nanoseconds;
-}
-
-// Extra CPU work worth the injected fraction of the case's fastest iteration. CPU work rather than
-// a wait on the clock: on a busy machine the variant's work and the extra work slow down alike,
-// while a wait proportional to the wall time would grow with every preemption and overstate it.
-void inject_slowdown(LiveCase& live, Clock::duration elapsed) {
-  live.fastest_iteration_ns = std::min<double>(live.fastest_iteration_ns,
-                                               std::chrono::duration<double, std::nano>(elapsed).count());
-  spin(static_cast<uint64_t>(live.injected_slowdown * live.fastest_iteration_ns / spin_unit_ns()));
-}
-
-}  // namespace
-
 double timed_iteration(LiveCase& live) {
+  using Clock = std::chrono::steady_clock;
   Backend& backend = *live.spec.backend;
   backend.synchronize(live.spec.device);
   const auto start = Clock::now();
   live.variant->run();
   backend.synchronize(live.spec.device);
-  if (live.injected_slowdown > 0) inject_slowdown(live, Clock::now() - start);  // test-only
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-double slowdown_injected_into(const std::string& row_name, const char* spec) {
-  if (!spec || !*spec) return 0;
-  const std::string text = spec;
-  const size_t colon = text.rfind(':');
-  char* end = nullptr;
-  const double fraction = colon == std::string::npos ? 0 : std::strtod(text.c_str() + colon + 1, &end);
-  if (colon == std::string::npos || end == text.c_str() + colon + 1 || *end != '\0' || !(fraction >= 0))
-    throw InputError("PHASEBENCH_INJECT_SLOWDOWN='" + text + "' is not <regex>:<fraction>, e.g. 'kokkos:0.25'");
-  try {
-    return std::regex_search(row_name, std::regex(text.substr(0, colon))) ? fraction : 0;
-  } catch (const std::regex_error& error) {
-    throw InputError("PHASEBENCH_INJECT_SLOWDOWN: bad regular expression: " + std::string(error.what()));
-  }
 }
 
 }  // namespace pb::detail

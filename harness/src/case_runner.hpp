@@ -28,11 +28,10 @@ struct LiveCase {
   CheckResult check;
   counters::Totals counts;
   bool counted = false;
-  double injected_slowdown = 0;      // test-only: see slowdown_injected_into()
-  double fastest_iteration_ns = 1e30;  // the injection's measure of the variant's own work
 };
 
 /// Constructs and sets up the variant, or records why it cannot run (SKIPPED/UNSUPPORTED/ERROR).
+/// A test's PHASEBENCH_INJECT_SLOWDOWN wraps it here (slowdown_injection.hpp), never in the timer.
 void prepare(LiveCase& live, const Problem& problem, int threads);
 /// Poisons the outputs, runs once, checks. Status becomes OK, FAIL, MISTRUSTED or ERROR.
 void check(LiveCase& live, const Problem& problem);
@@ -41,13 +40,6 @@ void count(LiveCase& live);
 
 /// One timed iteration: synchronize, run, synchronize; milliseconds.
 double timed_iteration(LiveCase& live);
-
-/// Test-only fault injection, to measure how well `compare` catches slowdowns: with
-/// PHASEBENCH_INJECT_SLOWDOWN="<regex>:<fraction>" (e.g. "kokkos/cpu/3_:0.25"), timed iterations
-/// of cases whose row name matches the regex take (1 + fraction) times as long (extra CPU work
-/// worth that fraction of the case's fastest iteration, done inside the timed region). Returns that
-/// fraction for `row_name` (0 when unset or not matching); throws InputError on a malformed value.
-double slowdown_injected_into(const std::string& row_name, const char* spec);
 
 /// Drops the variant and records an ERROR with the exception's text.
 void record_error(LiveCase& live, const std::string& stage, const std::exception& error);

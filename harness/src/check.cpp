@@ -5,18 +5,6 @@
 
 namespace pb {
 
-const char* to_string(Status status) {
-  switch (status) {
-    case Status::Ok: return "OK";
-    case Status::Fail: return "FAIL";
-    case Status::Mistrusted: return "MISTRUSTED";
-    case Status::Error: return "ERROR";
-    case Status::Skipped: return "SKIPPED";
-    case Status::Unsupported: return "UNSUPPORTED";
-  }
-  return "?";
-}
-
 namespace {
 
 // ||produced - reference|| / ||reference|| over `count` values; the absolute norm when the

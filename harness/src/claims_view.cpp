@@ -6,7 +6,7 @@
 #include <sstream>
 #include <tuple>
 
-#include "phasebench/workload.hpp"
+#include "phasebench/backend.hpp"
 #include "report_model.hpp"
 
 namespace pb {
@@ -35,59 +35,91 @@ using LadderKey = std::tuple<std::string, std::string, std::string, std::string,
 
 // The verdict on a row's measured gain against the seed's claim, judged on the interval; over
 // phases that were not timed, the claims of the phases jumped over are compounded.
-std::string verdict(const ResultRow& row, const std::vector<const ResultRow*>& workload_rows) {
-  const report::ClaimCheck check = report::check_claim(row, workload_rows);
+std::string verdict(const ResultRow& row, const std::vector<const ResultRow*>& workload_rows,
+                    const catalog::Catalog& catalog) {
+  const report::ClaimCheck check = report::check_claim(row, workload_rows, catalog);
   return check.verdict == report::ClaimCheck::Verdict::NoClaim ? "" : check.text();
 }
 
+std::string phase_claim(const catalog::WorkloadEntry* entry, int phase_index) {
+  const PhaseInfo* phase = entry ? entry->phase(phase_index) : nullptr;
+  return phase ? range(phase->claimed_min, phase->claimed_max) : "?";
+}
+
+void print_phase(std::ostream& out, const ResultRow& row, const catalog::WorkloadEntry* entry,
+                 const std::vector<const ResultRow*>& workload_rows, const catalog::Catalog& catalog) {
+  out << "  " << std::setw(30) << (std::to_string(row.phase_index) + " " + row.phase + (row.exact ? "" : " (approx)"))
+      << std::setw(13) << phase_claim(entry, row.phase_index) << std::setw(26)
+      << with_interval(row.speedup_vs_prev, row.speedup_vs_prev_ci_low, row.speedup_vs_prev_ci_high)
+      << std::setw(14) << verdict(row, workload_rows, catalog) << std::setw(26)
+      << with_interval(row.speedup_vs_phase0, row.speedup_vs_phase0_ci_low, row.speedup_vs_phase0_ci_high)
+      << (row.status == Status::Ok ? number(row.host_syncs_per_iter) : to_string(row.status)) << "\n";
+}
+
+// The timed rows that frame the ladder: its first, the last one the whole-ladder claim covers,
+// and the fastest exact one.
+struct LadderEnds {
+  const ResultRow* first = nullptr;
+  const ResultRow* last = nullptr;
+  const ResultRow* fastest_exact = nullptr;
+};
+
+LadderEnds ladder_ends(const std::vector<const ResultRow*>& rows, const PhaseInfo& claim) {
+  LadderEnds ends;
+  for (const ResultRow* row : rows) {
+    if (row->status != Status::Ok) continue;
+    if (!ends.first) ends.first = row;
+    if (claim.index == 0 || row->phase_index <= claim.index) ends.last = row;
+    if (row->exact && (!ends.fastest_exact || row->median_ms < ends.fastest_exact->median_ms)) ends.fastest_exact = row;
+  }
+  return ends;
+}
+
+void print_whole_ladder(std::ostream& out, const LadderEnds& ends, const PhaseInfo& claim, const std::string& unknown) {
+  const ResultRow& first = *ends.first;
+  const ResultRow& last = *ends.last;
+  if (first.phase_index != 0) {  // speedup_vs_phase0 then starts mid-ladder: not what the seed claims
+    out << "  no whole-ladder comparison: phase 0 was not timed in this run (the first timed phase is "
+        << first.phase_index << ")\n";
+  } else {
+    out << "  whole ladder (phase " << first.phase_index << " -> " << last.phase_index << "): measured "
+        << with_interval(last.speedup_vs_phase0, last.speedup_vs_phase0_ci_low, last.speedup_vs_phase0_ci_high)
+        << "; claimed " << (unknown.empty() ? range(claim.claimed_min, claim.claimed_max) : "unknown (" + unknown + ")")
+        << (claim.name.empty() ? "" : " (" + claim.name + ")") << "\n";
+  }
+  out << "  host syncs per iteration: " << number(first.host_syncs_per_iter) << " -> "
+      << number(last.host_syncs_per_iter) << "\n";
+}
+
 void print_ladder(std::ostream& out, const LadderKey& key, const std::vector<const ResultRow*>& rows,
-                  const std::vector<const ResultRow*>& workload_rows) {
+                  const std::vector<const ResultRow*>& workload_rows, const catalog::Catalog& catalog) {
   const auto& [suite, workload, size, backend, device] = key;
   out << "\n" << suite << "/" << workload << " (" << size << "), " << backend << " on " << device << "\n";
   out << "  " << std::left << std::setw(30) << "phase" << std::setw(13) << "claimed" << std::setw(26)
       << "measured vs prev [95% CI]" << std::setw(14) << "" << std::setw(26) << "vs phase 0 [95% CI]"
       << "syncs/iter\n";
-  const auto definition = find_workload(suite + "/" + workload);
-  const PhaseInfo claim = definition ? definition->cumulative_claim() : PhaseInfo{};
-  const ResultRow* first = nullptr;
-  const ResultRow* last = nullptr;  // the last phase the whole-ladder claim covers
-  const ResultRow* fastest_exact = nullptr;
-  for (const ResultRow* row : rows) {
-    out << "  " << std::setw(30) << (std::to_string(row->phase_index) + " " + row->phase + (row->exact ? "" : " (approx)"))
-        << std::setw(13) << range(row->claimed_min, row->claimed_max) << std::setw(26)
-        << with_interval(row->speedup_vs_prev, row->speedup_vs_prev_ci_low, row->speedup_vs_prev_ci_high)
-        << std::setw(14) << verdict(*row, workload_rows) << std::setw(26)
-        << with_interval(row->speedup_vs_phase0, row->speedup_vs_phase0_ci_low, row->speedup_vs_phase0_ci_high)
-        << (row->status == "OK" ? number(row->host_syncs_per_iter) : row->status) << "\n";
-    if (row->status != "OK") continue;
-    if (!first) first = row;
-    if (claim.index == 0 || row->phase_index <= claim.index) last = row;
-    if (row->exact && (!fastest_exact || row->median_ms < fastest_exact->median_ms)) fastest_exact = row;
-  }
-  if (first && last && first != last) {
-    out << "  whole ladder (phase " << first->phase_index << " -> " << last->phase_index << "): measured "
-        << with_interval(last->speedup_vs_phase0, last->speedup_vs_phase0_ci_low, last->speedup_vs_phase0_ci_high)
-        << "; claimed " << range(claim.claimed_min, claim.claimed_max)
-        << (claim.name.empty() ? "" : " (" + claim.name + ")") << "\n";
-    out << "  host syncs per iteration: " << number(first->host_syncs_per_iter) << " -> "
-        << number(last->host_syncs_per_iter) << "\n";
-  }
+  const catalog::WorkloadEntry* entry = catalog.find(suite, workload);
+  const PhaseInfo claim = entry ? entry->cumulative_claim : PhaseInfo{};
+  for (const ResultRow* row : rows) print_phase(out, *row, entry, workload_rows, catalog);
+  const LadderEnds ends = ladder_ends(rows, claim);
+  if (ends.first && ends.last && ends.first != ends.last)
+    print_whole_ladder(out, ends, claim, catalog.unknown_because(suite, workload));
   // When the claimed ladder ends in approximate phases, what the exact arithmetic reaches.
-  if (first && last && !last->exact && fastest_exact && fastest_exact != first)
-    out << "  fastest exact phase: " << fastest_exact->phase_index << " " << fastest_exact->phase << ", "
-        << with_interval(fastest_exact->speedup_vs_phase0, fastest_exact->speedup_vs_phase0_ci_low,
-                         fastest_exact->speedup_vs_phase0_ci_high)
+  if (ends.first && ends.last && !ends.last->exact && ends.fastest_exact && ends.fastest_exact != ends.first)
+    out << "  fastest exact phase: " << ends.fastest_exact->phase_index << " " << ends.fastest_exact->phase << ", "
+        << with_interval(ends.fastest_exact->speedup_vs_phase0, ends.fastest_exact->speedup_vs_phase0_ci_low,
+                         ends.fastest_exact->speedup_vs_phase0_ci_high)
         << " vs phase 0\n";
 }
 
 }  // namespace
 
-void print_claims_view(std::ostream& out, const std::vector<ResultRow>& rows) {
+void print_claims_view(std::ostream& out, const std::vector<ResultRow>& rows, const catalog::Catalog& catalog) {
   std::map<LadderKey, std::vector<const ResultRow*>> ladders;
   std::map<std::string, std::vector<const ResultRow*>> by_workload;  // suite/workload/size
   for (const ResultRow& row : rows) {
     by_workload[row.suite + "/" + row.workload + "/" + row.size].push_back(&row);
-    if (row.backend == "reference" || row.status == "SKIPPED") continue;
+    if (row.backend == kReferenceBackend || row.status == Status::Skipped) continue;
     ladders[{row.suite, row.workload, row.size, row.backend, row.device}].push_back(&row);
   }
   if (ladders.empty()) return;
@@ -95,7 +127,7 @@ void print_claims_view(std::ostream& out, const std::vector<ResultRow>& rows) {
          "an interval entirely outside the claim is marked)\n";
   for (const auto& [key, ladder] : ladders) {
     const auto& [suite, workload, size, backend, device] = key;
-    print_ladder(out, key, ladder, by_workload.at(suite + "/" + workload + "/" + size));
+    print_ladder(out, key, ladder, by_workload.at(suite + "/" + workload + "/" + size), catalog);
   }
 }
 

@@ -1,4 +1,4 @@
-// The command line (DESIGN.md "Command line": a contract). Parsing and validation only; the work
+// The command line (a contract: README "Command line"). Parsing and validation only; the work
 // is in commands.hpp. Every bad argument gets a message naming it and exit code 2.
 
 #include <CLI/CLI.hpp>

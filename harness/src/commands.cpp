@@ -19,6 +19,7 @@
 #include "phasebench/files.hpp"
 #include "phasebench/machine.hpp"
 #include "phasebench/npy.hpp"
+#include "results_model.hpp"
 #include "roofline.hpp"
 
 namespace pb::commands {
@@ -36,6 +37,27 @@ std::string claim_text(const PhaseInfo& phase) {
   return text.str();
 }
 
+std::string needs_text(const PhaseInfo& phase) {
+  std::string text;
+  for (Capability need : phase.needs) text += (text.empty() ? "needs " : ", ") + std::string(to_string(need));
+  for (const std::string& off : phase.switches_off) text += (text.empty() ? "turns off " : "; turns off ") + off;
+  return text.empty() ? "" : "  [" + text + "]";
+}
+
+// What the case's row will say before it runs: the capability gap, the device's absence, or that it runs.
+std::string availability_text(const Case& c) {
+  if (c.capability_gap)
+    return (c.capability_gap->kind == CannotRun::Kind::Skipped ? "SKIPPED: " : "UNSUPPORTED: ") + c.capability_gap->reason;
+  return c.device_unavailable_reason.empty() ? "runs here" : "SKIPPED: " + c.device_unavailable_reason;
+}
+
+std::string capabilities_text(const Backend& backend, const std::string& device) {
+  std::string text;
+  for (Capability capability : backend.capabilities(device))
+    text += (text.empty() ? "" : ",") + std::string(to_string(capability));
+  return text.empty() ? "" : "  has: " + text;
+}
+
 void list_backends(const Selection& selection) {
   std::cout << "backends\n";
   for (const auto& backend : registered_backends()) {
@@ -49,7 +71,8 @@ void list_backends(const Selection& selection) {
     for (const DeviceInfo& device : backend->devices())
       std::cout << "      device " << std::setw(6) << device.name
                 << (device.unavailable_reason.empty() ? "available" : "unavailable: " + device.unavailable_reason)
-                << (device.description.empty() ? "" : "  [" + device.description + "]") << "\n";
+                << (device.description.empty() ? "" : "  [" + device.description + "]")
+                << capabilities_text(*backend, device.name) << "\n";
   }
 }
 
@@ -65,12 +88,11 @@ int list(const Selection& selection) {
     if (mine.empty()) continue;
     std::cout << "  " << workload->full_name() << ": " << workload->description() << "\n";
     for (const PhaseInfo& phase : workload->phases())
-      std::cout << "      phase " << phase.index << " " << std::left << std::setw(22) << phase.name
+      std::cout << "      phase " << phase.index << " " << std::left << std::setw(25) << phase.name
                 << (phase.exact ? "exact   " : "approx  ") << std::setw(20) << claim_text(phase)
-                << phase.description << "\n";
+                << phase.description << needs_text(phase) << "\n";
     for (const Case* c : mine)
-      std::cout << "      variant " << std::setw(62) << c->id() + " [" + c->device + "] "
-                << (c->device_unavailable_reason.empty() ? "runs here" : "SKIPPED: " + c->device_unavailable_reason)
+      std::cout << "      variant " << std::setw(62) << c->id() + " [" + c->device + "] " << availability_text(*c)
                 << "\n";
   }
   list_backends(selection);
@@ -106,7 +128,7 @@ void print_summary(const std::vector<ResultRow>& rows) {
               << std::setw(28)
               << speedup_text(row.speedup_vs_reference, row.speedup_vs_reference_ci_low, row.speedup_vs_reference_ci_high)
               << std::setw(7) << format(row.host_syncs_per_iter) << " " << format(row.ops_per_iter) << "\n";
-    if (!row.reason.empty() && row.status != "OK") std::cout << "    reason: " << row.reason << "\n";
+    if (!row.reason.empty() && row.status != Status::Ok) std::cout << "    reason: " << row.reason << "\n";
   }
 }
 
@@ -128,28 +150,40 @@ void maybe_inject_crash(const std::string& row_name) {
   if (pattern && *pattern && std::regex_search(row_name, std::regex(pattern))) std::raise(SIGSEGV);
 }
 
+// The workloads the run measured, as the registry defines them: what its catalog.json records.
+std::vector<std::shared_ptr<const Workload>> measured_workloads(const std::vector<ResultRow>& rows) {
+  std::vector<std::shared_ptr<const Workload>> workloads;
+  for (const ResultRow& row : rows)
+    if (const auto workload = find_workload(row.suite + "/" + row.workload);
+        workload && std::find(workloads.begin(), workloads.end(), workload) == workloads.end())
+      workloads.push_back(workload);
+  return workloads;
+}
+
+nlohmann::json run_machine(const RunOptions& options, const roofline::Ceilings& ceilings) {
+  nlohmann::json machine = collect_machine_metadata({options.threads});
+  machine["run_id"] = options.run_id;
+  machine["results_schema"] = kResultsSchemaVersion;
+  if (const Selection& s = options.selection; s.shard_count > 1)  // read by `merge`
+    machine["shard"] = {{"index", s.shard_index}, {"count", s.shard_count}};
+  machine["roofline"] = roofline::to_json(ceilings);
+  return machine;
+}
+
 int write_run(const RunCommand& command, RunOutcome outcome, const roofline::Ceilings& ceilings) {
   const fs::path final_dir = command.out_dir.empty()
                                  ? fresh_run_directory("results/runs", command.options.run_id)
                                  : fs::path(command.out_dir);
-  StagedDirectory dir(final_dir);
-  const fs::path staging = dir.staging_path();
-  roofline::add_roofline_pct(outcome.rows, ceilings);
-  write_file_atomically(staging / "results.csv", results_csv(outcome.rows));
-  write_file_atomically(staging / "samples.csv", samples_csv(outcome.samples));
-  write_file_atomically(staging / "benchmark.json", outcome.benchmark_json);
-  nlohmann::json machine = collect_machine_metadata({command.options.threads});
-  machine["run_id"] = command.options.run_id;
-  machine["results_schema"] = kResultsSchemaVersion;
-  if (const Selection& s = command.options.selection; s.shard_count > 1)  // read by `merge`
-    machine["shard"] = {{"index", s.shard_index}, {"count", s.shard_count}};
-  machine["roofline"] = roofline::to_json(ceilings);
-  write_file_atomically(staging / "machine.json", machine.dump(2) + "\n");
-  dir.commit();
-  print_summary(outcome.rows);
-  print_claims_view(std::cout, outcome.rows);
+  catalog::Catalog catalog = catalog::build(measured_workloads(outcome.rows), command.options.size);
+  results::RunFiles files{std::move(outcome.rows), std::move(outcome.samples), run_machine(command.options, ceilings),
+                          std::move(catalog), std::move(outcome.benchmark_json)};
+  const results::IndexedSamples samples = results::index_samples(files.samples, files.rows, "the run's samples");
+  results::derive_columns(files.rows, {&samples.wall, &files.catalog, ceilings});
+  results::write_run_directory(final_dir, files);
+  print_summary(files.rows);
+  print_claims_view(std::cout, files.rows, files.catalog);
   std::cout << "\nresults: " << final_dir.string() << "\n";
-  for (const ResultRow& row : outcome.rows)
+  for (const ResultRow& row : files.rows)
     if (is_failure(row.status)) return 1;
   return 0;
 }
@@ -166,7 +200,7 @@ int run_worker(RunCommand command) {
     command.options.journal = maybe_inject_crash;
   }
   command.options.crashed = read_crashed(command.crashed_file);
-  // Measured (or read from the cache) before any variant runs, as DESIGN.md says: at start.
+  // Measured (or read from the cache) before any variant runs, so no row waits for the probe.
   const roofline::Ceilings ceilings = roofline::cached_or_measured(command.options.threads, std::cerr);
   return write_run(command, execute_run(command.options), ceilings);
 }
@@ -242,7 +276,7 @@ int verify(const VerifyOptions& options) {
   const std::vector<VerifyLine> lines = execute_verify(options);
   int passed = 0, failed = 0, skipped = 0;
   for (const VerifyLine& line : lines) {
-    if (line.status == "OK") ++passed;
+    if (line.status == Status::Ok) ++passed;
     else if (is_failure(line.status)) ++failed;
     else ++skipped;
   }

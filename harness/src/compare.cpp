@@ -7,9 +7,13 @@
 #include <tuple>
 
 #include "phasebench/errors.hpp"
-#include "phasebench/runner.hpp"
+#include "phasebench/backend.hpp"
 
 namespace pb::compare {
+using results::row_key;
+using results::row_name;
+using results::RunData;
+
 namespace {
 
 // ---- what is compared per row --------------------------------------------------------------------
@@ -31,20 +35,11 @@ const std::vector<double>* samples_of(const RunData& run, const ResultRow& row, 
 }
 
 // The row `row` is divided by in ratio mode: the workload's serial reference, or the lowest timed
-// phase of the same backend and device. Only rows that were timed qualify.
+// phase of the same backend and device (results::baselines_of). Only rows timed in the metric qualify.
 const ResultRow* ratio_base_of(const RunData& run, const ResultRow& row, RatioBase base, Metric metric) {
-  const ResultRow* best = nullptr;
-  for (const ResultRow& other : run.rows) {
-    if (other.status != "OK" || !samples_of(run, other, metric)) continue;
-    if (other.suite != row.suite || other.workload != row.workload || other.size != row.size) continue;
-    if (base == RatioBase::Reference) {
-      if (other.backend == "reference") return &other;
-      continue;
-    }
-    if (other.backend != row.backend || other.device != row.device) continue;
-    if (!best || other.phase_index < best->phase_index) best = &other;
-  }
-  return best;
+  const auto timed = [&](const ResultRow& other) { return other.status == Status::Ok && samples_of(run, other, metric); };
+  const results::Baselines bases = results::baselines_of(row, results::pointers_to(run.rows), timed);
+  return base == RatioBase::Reference ? bases.reference : bases.first;
 }
 
 // Time relative to the ratio base. Repetition k of two rows of one run ran in the same
@@ -134,7 +129,7 @@ bool classify_by_status(RowComparison& rc) {
   const bool failed_before = is_failure(rc.base->status), fails_now = is_failure(rc.fresh->status);
   if (fails_now) rc.verdict = failed_before ? Verdict::StillFailing : Verdict::Broken;
   else if (failed_before) rc.verdict = Verdict::Fixed;
-  else if (rc.base->status != "OK" || rc.fresh->status != "OK") rc.verdict = Verdict::NotTimed;
+  else if (rc.base->status != Status::Ok || rc.fresh->status != Status::Ok) rc.verdict = Verdict::NotTimed;
   else return true;
   return false;
 }
@@ -320,6 +315,18 @@ void require_cpu_times(const RunData& run) {
                    "an older phasebench); record it again, or compare with --metric wall");
 }
 
+// What each run's catalog.json says: unknown claims for a run from before catalogs were saved, and
+// a warning when the two runs were checked against different tolerances or claims.
+void note_catalogs(Comparison& comparison, const RunData& base, const RunData& fresh) {
+  for (const RunData* run : {&base, &fresh}) {
+    const std::string note = run->label + ": " + catalog::kNoCatalogNote;
+    if (!run->catalog.saved && std::find(comparison.notes.begin(), comparison.notes.end(), note) == comparison.notes.end())
+      comparison.notes.push_back(note);  // once when a run is compared with itself
+  }
+  for (const std::string& difference : catalog::differences(base.catalog, fresh.catalog))
+    comparison.warnings.push_back("the runs were measured with different catalogs: " + difference);
+}
+
 }  // namespace
 
 Comparison compare_runs(const RunData& base, const RunData& fresh, const Options& options) {
@@ -341,6 +348,7 @@ Comparison compare_runs(const RunData& base, const RunData& fresh, const Options
   warn_about_machines(comparison);
   warn_about_power(comparison);
   warn_about_rows(comparison);
+  note_catalogs(comparison, base, fresh);
   return comparison;
 }
 

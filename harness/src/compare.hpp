@@ -12,35 +12,11 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "phasebench/results.hpp"
 #include "phasebench/stats.hpp"
+#include "results_model.hpp"
 
 namespace pb::compare {
-
-/// A run read back from disk: results.csv, the samples.csv beside it, machine.json if present.
-struct RunData {
-  std::string label;  // the path as the user gave it
-  std::string results_path;
-  std::vector<ResultRow> rows;
-  std::vector<SampleRow> sample_rows;
-  std::map<std::string, std::vector<double>> samples;  // by row_key(), in repetition order
-  // CPU time per iteration, parallel to `samples` (kMissing where the file did not record it).
-  std::map<std::string, std::vector<double>> cpu_samples;
-  nlohmann::json machine;                              // null when machine.json is absent
-  std::string fingerprint() const;                     // "" when unknown
-};
-
-/// `path` is a run directory or a results.csv. Throws InputError naming the file (and line) when
-/// a file is missing or malformed, a row appears twice, or the schema is newer than this build's.
-RunData load_run(const std::string& path);
-
-/// "suite/workload/size/backend/device/phase": what rows are matched by.
-std::string row_key(const ResultRow& row);
-std::string row_key(const SampleRow& sample);
-/// "suite/workload/size/backend/device/<index>_<phase>": how rows are shown (as `run` names them).
-std::string row_name(const ResultRow& row);
 
 enum class Mode { Time, Ratio };
 /// What a repetition's time is: the wall clock (what users wait for), or the CPU time the
@@ -97,13 +73,14 @@ struct Comparison {
   Options options;
   std::string base_label, new_label, base_fingerprint, new_fingerprint;
   std::vector<std::string> warnings;
+  std::vector<std::string> notes;  // what the reader should know that is no warning sign
   std::vector<RowComparison> rows;
   int tested = 0;  // rows in the Holm family
   int count(Verdict verdict) const;
   bool failed() const;
 };
 
-Comparison compare_runs(const RunData& base, const RunData& fresh, const Options& options);
+Comparison compare_runs(const results::RunData& base, const results::RunData& fresh, const Options& options);
 
 /// An aligned table for the terminal and a Markdown summary for a pull-request comment.
 std::string terminal_report(const Comparison& comparison);

@@ -71,7 +71,7 @@ int RegressionCommands::Parsed::run_compare() {
   options.mode = mode == "ratio" ? compare::Mode::Ratio : compare::Mode::Time;
   options.metric = metric == "cpu" ? compare::Metric::Cpu : compare::Metric::Wall;
   options.ratio_to = ratio_to == "phase0" ? compare::RatioBase::Phase0 : compare::RatioBase::Reference;
-  const compare::RunData base_run = compare::load_run(base), new_run = compare::load_run(fresh);
+  const results::RunData base_run = results::load_run(base), new_run = results::load_run(fresh);
   const compare::Comparison comparison = compare::compare_runs(base_run, new_run, options);
   std::cout << compare::terminal_report(comparison);
   if (!markdown.empty()) {

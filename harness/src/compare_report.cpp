@@ -45,7 +45,7 @@ std::string p_text(const RowComparison& rc) {
 }
 
 std::string status_text(const RowComparison& rc) {
-  const std::string before = rc.base ? rc.base->status : "-", after = rc.fresh ? rc.fresh->status : "-";
+  const std::string before = rc.base ? to_string(rc.base->status) : "-", after = rc.fresh ? to_string(rc.fresh->status) : "-";
   return before == after ? before : before + " -> " + after;
 }
 
@@ -99,7 +99,7 @@ std::vector<std::string> failure_reasons(const Comparison& c) {
   std::vector<std::string> reasons;
   for (const RowComparison& rc : c.rows)
     if ((rc.verdict == Verdict::Broken || rc.verdict == Verdict::NewFailure) && rc.fresh)
-      reasons.push_back(rc.name + ": " + rc.fresh->status + (rc.fresh->reason.empty() ? "" : ": " + rc.fresh->reason));
+      reasons.push_back(rc.name + ": " + to_string(rc.fresh->status) + (rc.fresh->reason.empty() ? "" : ": " + rc.fresh->reason));
   return reasons;
 }
 
@@ -166,6 +166,7 @@ std::string terminal_report(const Comparison& c) {
       << aligned(cells);
   for (const std::string& reason : failure_reasons(c)) out << "  failing: " << reason << "\n";
   for (const std::string& warning : c.warnings) out << "warning: " << warning << "\n";
+  for (const std::string& note : c.notes) out << "note: " << note << "\n";
   out << "\ncompare: " << (c.failed() ? "FAILED: " : "passed: ") << counts_text(c) << "\n";
   return out.str();
 }
@@ -175,7 +176,8 @@ std::string markdown_report(const Comparison& c) {
   out << "### phasebench compare: " << (c.failed() ? "FAILED" : "passed") << " (" << counts_text(c) << ")\n\n"
       << "`" << c.new_label << "` against `" << c.base_label << "`: " << settings_text(c) << ".\n\n";
   for (const std::string& warning : c.warnings) out << "> **Warning:** " << markdown_cell(warning) << "\n>\n";
-  if (!c.warnings.empty()) out << "\n";
+  for (const std::string& note : c.notes) out << "> **Note:** " << markdown_cell(note) << "\n>\n";
+  if (!c.warnings.empty() || !c.notes.empty()) out << "\n";
   for (const std::string& reason : failure_reasons(c)) out << "- **Failing:** " << markdown_cell(reason) << "\n";
   if (!failure_reasons(c).empty()) out << "\n";
   Cells notable{header(c.options)}, all{header(c.options)};

@@ -8,14 +8,15 @@
 #include <set>
 #include <tuple>
 
-#include "compare.hpp"
+#include "phasebench/backend.hpp"
 #include "phasebench/errors.hpp"
 #include "phasebench/files.hpp"
+#include "results_model.hpp"
 
 namespace pb::merge {
 namespace {
 namespace fs = std::filesystem;
-using compare::RunData;
+using results::RunData;
 
 struct ShardId {
   int index = 0;  // 1-based; 0: the run was not a shard
@@ -69,8 +70,40 @@ void check_shards(const std::vector<RunData>& runs, std::vector<std::string>& no
                       " is not among the inputs: its cases are missing from the merged run");
 }
 
+std::string listing(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const std::string& line : lines) text += "\n  " + line;
+  return text;
+}
+
+// The inputs' catalogs as one. Catalogs that disagree about a workload both have mean the runs were
+// checked and claimed against different definitions under one name: refused unless --allow-mixed,
+// which keeps the first input's definition.
+catalog::Catalog merged_catalog(const std::vector<RunData>& runs, bool allow_mixed, std::vector<std::string>& notes) {
+  catalog::Catalog merged;
+  int without = 0;
+  for (const RunData& run : runs) {
+    if (!run.catalog.saved) {
+      ++without;
+      continue;
+    }
+    if (const auto differ = catalog::differences(merged, run.catalog); !differ.empty()) {
+      if (!allow_mixed)
+        throw InputError("the catalog.json of " + run.label + " differs from the inputs before it:" + listing(differ) +
+                         "\nthe runs were measured against different phases, claims or tolerances; pass "
+                         "--allow-mixed to merge anyway (the first input's definitions are kept)");
+      notes.push_back("warning: the inputs' catalogs differ (" + differ.front() + ", ...); kept the first input's");
+    }
+    merged = catalog::united(merged, run.catalog);
+  }
+  if (without && merged.saved)
+    notes.push_back("note: " + std::to_string(without) + " of the inputs have no catalog.json (measured before "
+                    "catalogs were saved): claims of workloads only they measured are unknown");
+  return merged;
+}
+
 void add_samples(MergedRows& merged, const RunData& run, const ResultRow& row) {
-  const std::string key = compare::row_key(row);
+  const std::string key = results::row_key(row);
   const auto found = run.samples.find(key);
   if (found != run.samples.end()) append_samples(merged, row, found->second, run.cpu_samples.at(key));
 }
@@ -81,10 +114,10 @@ MergedRows join_rows(const std::vector<RunData>& runs) {
   std::map<std::string, std::string> owner;  // row key -> the input it came from
   for (const RunData& run : runs) {
     for (const ResultRow& row : run.rows) {
-      const std::string key = compare::row_key(row);
+      const std::string key = results::row_key(row);
       if (const auto [it, inserted] = owner.emplace(key, run.label); !inserted) {
-        if (row.backend == "reference") continue;  // every shard times the reference: keep one
-        throw InputError(compare::row_name(row) + " is in both " + it->second + " and " + run.label +
+        if (row.backend == kReferenceBackend) continue;  // every shard times the reference: keep one
+        throw InputError(results::row_name(row) + " is in both " + it->second + " and " + run.label +
                          ": merge joins shards of one run, where each case runs in one shard");
       }
       merged.rows.push_back(row);
@@ -145,24 +178,22 @@ std::vector<std::string> merge_runs(const MergeOptions& options) {
   if (fs::exists(options.out_dir))
     throw InputError("--out " + options.out_dir + " already exists; phasebench never overwrites results");
   std::vector<RunData> runs;
-  for (const std::string& path : options.runs) runs.push_back(compare::load_run(path));
+  for (const std::string& path : options.runs) runs.push_back(results::load_run(path));
   std::stable_sort(runs.begin(), runs.end(),
                    [](const RunData& a, const RunData& b) { return shard_of(a).index < shard_of(b).index; });
   std::vector<std::string> notes;
   const bool mixed = check_machines(runs, options.allow_mixed, notes);
   if (!options.pool) check_shards(runs, notes);
+  const catalog::Catalog catalog = merged_catalog(runs, options.allow_mixed, notes);
   const std::string run_id = make_run_id();
-  const MergedRows merged = options.pool ? pool_rows(runs, run_id) : join_rows(runs);
-
-  StagedDirectory dir(options.out_dir);
-  write_file_atomically(dir.staging_path() / "results.csv", results_csv(merged.rows));
-  write_file_atomically(dir.staging_path() / "samples.csv", samples_csv(merged.samples));
-  write_file_atomically(dir.staging_path() / "benchmark.json", merged_benchmark_json(runs));
-  write_file_atomically(dir.staging_path() / "machine.json", merged_machine(runs, mixed, run_id).dump(2) + "\n");
-  dir.commit();
-  notes.push_back(std::string(options.pool ? "pooled " : "merged ") + std::to_string(runs.size()) + " runs into " + options.out_dir + ": " +
-                  std::to_string(merged.rows.size()) + " rows, " + std::to_string(merged.samples.size()) +
-                  " samples");
+  MergedRows merged = options.pool ? pool_rows(runs, run_id, catalog) : join_rows(runs);
+  if (!options.pool) results::derive_columns(merged.rows, {nullptr, &catalog, std::nullopt});  // the claims
+  notes.push_back(std::string(options.pool ? "pooled " : "merged ") + std::to_string(runs.size()) + " runs into " +
+                  options.out_dir + ": " + std::to_string(merged.rows.size()) + " rows, " +
+                  std::to_string(merged.samples.size()) + " samples");
+  results::write_run_directory(options.out_dir, {std::move(merged.rows), std::move(merged.samples),
+                                                 merged_machine(runs, mixed, run_id), catalog,
+                                                 merged_benchmark_json(runs)});
   return notes;
 }
 

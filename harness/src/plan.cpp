@@ -20,18 +20,27 @@ std::string Case::row_name() const {
          std::to_string(phase) + "_" + phase_name;
 }
 
-bool is_failure(const std::string& status) {
-  return status == "FAIL" || status == "MISTRUSTED" || status == "ERROR";
-}
-
 namespace {
 
-// The phase's catalog entry; the reference backend's single rung is the serial fp32 baseline.
-PhaseInfo phase_of(const Workload& workload, const VariantLadder& ladder, int phase) {
-  if (ladder.backend == "reference") return {0, "serial_fp32", "reference<float>: the naive loops"};
-  if (auto info = workload.find_phase(phase)) return *info;
-  throw std::logic_error(ladder.source_file + " registers phase " + std::to_string(phase) +
-                         " which the catalog of " + workload.full_name() + " does not have");
+// The phases a ladder gets rows for on one device, with the catalog entry of each: those it
+// registers, and every catalog phase whose needs the backend lacks there (a generated SKIPPED or
+// UNSUPPORTED row, so a gap shows on every backend without the backend spelling it out). The
+// reference backend's single rung is the serial fp32 baseline.
+std::vector<PhaseInfo> rungs_of(const Workload& workload, const VariantLadder& ladder, const Backend& backend,
+                                const std::string& device) {
+  if (ladder.backend == kReferenceBackend) {
+    PhaseInfo serial;
+    serial.name = kSerialRung;
+    serial.description = "reference<float>: the naive loops";
+    return {serial};
+  }
+  const std::vector<int> registered = phase_indices(ladder, workload);
+  std::vector<PhaseInfo> rungs;
+  for (const PhaseInfo& info : workload.phases()) {
+    const bool registers = std::find(registered.begin(), registered.end(), info.index) != registered.end();
+    if (registers || !missing_needs(info, backend.capabilities(device)).empty()) rungs.push_back(info);
+  }
+  return rungs;
 }
 
 std::vector<DeviceInfo> devices_of(const Backend& backend) {
@@ -101,10 +110,13 @@ std::vector<Case> plan_cases(const Selection& selection, SizeClass size) {
     if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), ladder.backend) == wanted.end())
       continue;
     for (const DeviceInfo& device : devices_of(*backend)) {
-      for (int phase : ladder.phases) {
-        const PhaseInfo info = phase_of(*workload, ladder, phase);
+      for (const PhaseInfo& info : rungs_of(*workload, ladder, *backend, device.name)) {
         Case c{workload, backend, &ladder, device.name, device.unavailable_reason,
-               phase, info.name, info.exact, size};
+               info.index, info.name, info.exact, size, {}, std::nullopt};
+        if (ladder.backend != kReferenceBackend) {
+          c.plan = derive_phase_plan(workload->phases(), info.index, backend->capabilities(device.name));
+          c.capability_gap = capability_gap(info, *backend, device.name);
+        }
         if (std::regex_search(c.id(), filter)) cases.push_back(std::move(c));
       }
     }

@@ -47,9 +47,8 @@ std::shared_ptr<const Workload> find_workload(std::string_view full_name) {
 }
 
 VariantRegistration::VariantRegistration(std::string workload, std::string backend,
-                                         std::vector<int> phases, VariantFactory make,
+                                         std::vector<std::string> phases, VariantFactory make,
                                          const char* source_file) {
-  std::sort(phases.begin(), phases.end());
   ladder_registry().push_back(
       {std::move(workload), std::move(backend), std::move(phases), std::move(make), source_file});
 }

@@ -39,7 +39,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 td.differs { background: #fff4d6; }
 td.wrap { max-width: 520px; overflow-wrap: anywhere; }
 .status { display: inline-block; padding: 0 6px; border-radius: 4px; font-size: 12px; font-weight: 600; }
-.status-ok { background: #dcf2e3; color: #17602e; }
+.status-ok, .status-caught { background: #dcf2e3; color: #17602e; }
 .status-fail, .status-mistrusted, .status-error { background: #fbdcdc; color: #8e1b1b; }
 .status-skipped, .status-unsupported { background: #e8eaed; color: #4a535c; }
 .verdict-below { color: #8e1b1b; font-weight: 600; }
@@ -115,17 +115,22 @@ std::string render(const std::vector<Run>& runs) {
   return page + "</main>\n</body>\n</html>\n";
 }
 
-void write_report(const std::vector<std::string>& run_paths, const std::string& out_path) {
+std::vector<std::string> write_report(const std::vector<std::string>& run_paths, const std::string& out_path) {
   const fs::path out(out_path);
   if (fs::exists(out))
     throw InputError("--out " + out_path + " already exists; phasebench never overwrites a report: choose a new name");
   const fs::path directory = out.has_parent_path() ? out.parent_path() : fs::path(".");
   if (!fs::is_directory(directory))
     throw InputError("--out " + out_path + ": directory " + directory.string() + " does not exist");
-  const std::string html = render(load_runs(run_paths));
+  const std::vector<Run> runs = load_runs(run_paths);
+  const std::string html = render(runs);
   if (fs::exists(out))  // appeared while rendering: still never overwritten
     throw InputError("--out " + out_path + " appeared while the report was being written");
   write_file_atomically(out, html);
+  std::vector<std::string> notes;
+  for (const Run& run : runs)
+    if (!run.data.catalog.saved) notes.push_back("run " + run.letter + " (" + run.data.label + "): " + catalog::kNoCatalogNote);
+  return notes;
 }
 
 }  // namespace pb::report

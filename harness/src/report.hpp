@@ -16,8 +16,9 @@ namespace pb::report {
 /// give the same file.
 std::string render(const std::vector<Run>& runs);
 
-/// Loads the runs, renders them and writes `out_path` atomically. Throws InputError when a run
-/// cannot be read, or `out_path` exists (reports are never overwritten) or has no directory.
-void write_report(const std::vector<std::string>& run_paths, const std::string& out_path);
+/// Loads the runs, renders them and writes `out_path` atomically; returns notes for the user (runs
+/// whose claims are unknown, and why). Throws InputError when a run cannot be read, or `out_path`
+/// exists (reports are never overwritten) or has no directory.
+std::vector<std::string> write_report(const std::vector<std::string>& run_paths, const std::string& out_path);
 
 }  // namespace pb::report

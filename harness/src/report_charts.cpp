@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "phasebench/backend.hpp"
 #include "report_html.hpp"
 #include "report_svg.hpp"
 
@@ -28,7 +29,7 @@ std::string phase_label(const ResultRow& row) { return std::to_string(row.phase_
 std::string row_tooltip(const ResultRow& row) {
   std::string text = row.suite + "/" + row.workload + " \xC2\xB7 " + ladder_name(row) + " \xC2\xB7 phase " +
                      phase_label(row) + "\n";
-  if (!is_timed(row)) return text + row.status + (row.reason.empty() ? "" : ": " + row.reason);
+  if (!is_timed(row)) return text + to_string(row.status) + (row.reason.empty() ? "" : ": " + row.reason);
   text += "median " + format_ms(row.median_ms) + " " + format_interval(row.ci_low_ms, row.ci_high_ms, format_ms) +
           " over " + std::to_string(row.reps) + " repetitions\n";
   text += format_ratio(row.speedup_vs_reference) + " vs reference " +
@@ -69,7 +70,7 @@ void approximate_legend(Canvas& canvas, double x, double y) {
 std::map<std::string, Rows> by_ladder(const Rows& rows, bool with_reference) {
   std::map<std::string, Rows> ladders;
   for (const ResultRow* row : rows)
-    if (with_reference || row->backend != "reference") ladders[ladder_name(*row)].push_back(row);
+    if (with_reference || row->backend != kReferenceBackend) ladders[ladder_name(*row)].push_back(row);
   for (auto& entry : ladders)
     std::sort(entry.second.begin(), entry.second.end(),
               [](const ResultRow* a, const ResultRow* b) { return a->phase_index < b->phase_index; });
@@ -163,7 +164,7 @@ std::vector<int> ladder_phases(const std::vector<Rows>& rows_per_run) {
   std::set<int> phases;
   for (const Rows& rows : rows_per_run)
     for (const ResultRow* row : rows)
-      if (row->backend != "reference") phases.insert(row->phase_index);
+      if (row->backend != kReferenceBackend) phases.insert(row->phase_index);
   return {phases.begin(), phases.end()};
 }
 
@@ -177,12 +178,12 @@ Range speedup_range(const std::vector<Rows>& rows_per_run) {
   return log_range_of(values);
 }
 
-Range gain_range(const std::vector<Rows>& rows_per_run) {
+Range gain_range(const std::vector<Run>& runs, const std::vector<Rows>& rows_per_run) {
   std::vector<double> values{1.0};
-  for (const Rows& rows : rows_per_run)
-    for (const ResultRow* row : rows) {
-      if (!is_timed(*row) || row->backend == "reference") continue;
-      const ClaimCheck claim = check_claim(*row, rows);
+  for (size_t r = 0; r < runs.size(); ++r)
+    for (const ResultRow* row : rows_per_run[r]) {
+      if (!is_timed(*row) || row->backend == kReferenceBackend) continue;
+      const ClaimCheck claim = check_claim(*row, rows_per_run[r], runs[r].data.catalog);
       values.insert(values.end(), {row->speedup_vs_prev, row->speedup_vs_prev_ci_low, row->speedup_vs_prev_ci_high,
                                    claim.claimed_min, claim.claimed_max});
     }
@@ -221,8 +222,8 @@ std::string ladder_chart(const Rows& rows, const std::vector<int>& phases, const
   return canvas.str();
 }
 
-std::string claims_chart(const Rows& rows, const std::vector<int>& phases, const Colors& colors, Range y_range,
-                         int width, const std::string& label) {
+std::string claims_chart(const Run& run, const Rows& rows, const std::vector<int>& phases, const Colors& colors,
+                         Range y_range, int width, const std::string& label) {
   PhaseChart chart = phase_chart("claims", label, width, 300, y_range, "gain over previous phase", any_approximate(rows));
   auto& [canvas, frame, y] = chart;
   std::vector<int> gained(phases.size());
@@ -237,7 +238,7 @@ std::string claims_chart(const Rows& rows, const std::vector<int>& phases, const
     for (const ResultRow* row : ladder_rows) {
       if (!axis.x.count(row->phase_index) || !is_timed(*row) || std::isnan(row->speedup_vs_prev)) continue;
       const double x = axis.x.at(row->phase_index) + shift;
-      const ClaimCheck claim = check_claim(*row, rows);
+      const ClaimCheck claim = check_claim(*row, rows, run.data.catalog);
       if (!std::isnan(claim.claimed_min))
         canvas.rect(x - 6, y(claim.claimed_max), 12, y(claim.claimed_min) - y(claim.claimed_max) + 1, color,
                     "claim-band", name + " phase " + phase_label(*row) + ": claimed " + claim.claim_text());
@@ -368,7 +369,7 @@ void step_points(Canvas& canvas, const ResultRow& row, const std::vector<double>
   const std::vector<double> budget = parse_step_values(row.step_budget);
   for (size_t t = 0; t < errors.size(); ++t) {
     if (!on_log_axis(errors[t])) continue;
-    std::string tooltip = step_row_name(row) + " (" + row.status + ")\nstep " + std::to_string(t) +
+    std::string tooltip = step_row_name(row) + " (" + to_string(row.status) + ")\nstep " + std::to_string(t) +
                           ": relative L2 error " + format_number(errors[t]);
     if (t < budget.size()) tooltip += ", budget " + format_number(budget[t]);
     canvas.point(steps.x.at(static_cast<int>(t)), y(errors[t]), color, tooltip, 2.5, "step-point");
@@ -529,7 +530,7 @@ namespace {
 Rows rows_with_samples(const Run& run, const Rows& rows) {
   Rows found;
   for (const ResultRow* row : rows)
-    if (is_timed(*row) && run.data.samples.count(compare::row_key(*row))) found.push_back(row);
+    if (is_timed(*row) && run.data.samples.count(results::row_key(*row))) found.push_back(row);
   return found;
 }
 
@@ -539,7 +540,7 @@ std::vector<double> sample_times(const std::vector<Run>& runs, const std::vector
   std::vector<double> times;
   for (size_t r = 0; r < runs.size(); ++r)
     for (const ResultRow* row : rows_with_samples(runs[r], rows_per_run[r])) {
-      const std::vector<double>& samples = runs[r].data.samples.at(compare::row_key(*row));
+      const std::vector<double>& samples = runs[r].data.samples.at(results::row_key(*row));
       times.insert(times.end(), samples.begin(), samples.end());
     }
   return times;
@@ -559,7 +560,7 @@ std::string samples_chart(const Run& run, const Rows& rows, const Colors& colors
     canvas.text(left - 8, y + 4, ladder_name(*row) + " " + phase_label(*row) + (row->exact ? "" : " (approx.)"),
                 "row-label", "end");
     if (!std::isnan(row->ci_low_ms)) canvas.line(x(row->ci_low_ms), y, x(row->ci_high_ms), y, "ci-band", color);
-    for (double ms : run.data.samples.at(compare::row_key(*row))) canvas.point(x(ms), y, color, format_ms(ms), 2.5, "sample");
+    for (double ms : run.data.samples.at(results::row_key(*row))) canvas.point(x(ms), y, color, format_ms(ms), 2.5, "sample");
     canvas.line(x(row->median_ms), y - 8, x(row->median_ms), y + 8, "median-tick");
     y += line_height;
   }

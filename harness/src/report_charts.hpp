@@ -18,16 +18,17 @@ using Range = std::pair<double, double>;
 std::vector<int> ladder_phases(const std::vector<Rows>& rows_per_run);
 /// y ranges covering every run's values and intervals (log scale).
 Range speedup_range(const std::vector<Rows>& rows_per_run);
-Range gain_range(const std::vector<Rows>& rows_per_run);
+Range gain_range(const std::vector<Run>& runs, const std::vector<Rows>& rows_per_run);
 
 /// Speedup over the serial reference per phase, one line per ladder (backend/device), with 95%
 /// intervals; phases that did not run are marked on the floor with their status.
 std::string ladder_chart(const Rows& rows, const std::vector<int>& phases, const Colors& colors, Range y_range,
                          int width, const std::string& label);
 
-/// Measured gain over the previous timed phase (with interval) against the claimed range (band).
-std::string claims_chart(const Rows& rows, const std::vector<int>& phases, const Colors& colors, Range y_range,
-                         int width, const std::string& label);
+/// Measured gain over the previous timed phase (with interval) against the claimed range (band)
+/// from the run's catalog.
+std::string claims_chart(const Run& run, const Rows& rows, const std::vector<int>& phases, const Colors& colors,
+                         Range y_range, int width, const std::string& label);
 
 /// Each ladder at its fastest phase, one line per run: speedup over the reference with interval.
 std::string best_phase_chart(const std::vector<Run>& runs, const std::vector<Rows>& best_per_run, const Colors& colors);

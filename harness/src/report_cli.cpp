@@ -16,7 +16,7 @@ ReportCommand::ReportCommand(CLI::App& app)
 
 std::optional<int> ReportCommand::run_chosen() {
   if (!*command_) return std::nullopt;
-  report::write_report(runs_, out_);
+  for (const std::string& note : report::write_report(runs_, out_)) std::cout << "note: " << note << "\n";
   std::cout << "report: " << out_ << "\n";
   return 0;
 }

@@ -88,10 +88,11 @@ std::string Table::html() const {
   return out + "</tbody></table>\n";
 }
 
-std::string status_badge(const std::string& status) {
+std::string status_badge(Status status) {
+  const std::string word = to_string(status);
   std::string lower;
-  for (char c : status) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return "<span class=\"status status-" + escape(lower) + "\">" + escape(status) + "</span>";
+  for (char c : word) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return "<span class=\"status status-" + escape(lower) + "\">" + escape(word) + "</span>";
 }
 
 std::string marked_if_approximate(const std::string& text, bool exact) {

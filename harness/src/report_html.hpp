@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "phasebench/status.hpp"
+
 namespace pb::report {
 
 /// `text` safe inside HTML or SVG element content and attribute values.
@@ -38,7 +40,7 @@ class Table {
 };
 
 /// <span class="status status-fail">FAIL</span>, colored by what the status means.
-std::string status_badge(const std::string& status);
+std::string status_badge(Status status);
 
 /// What an approximate phase is, in every legend that marks one.
 constexpr const char* kApproximateMeaning = "approximate: changes the arithmetic or the model; checked against an error budget";

@@ -8,6 +8,7 @@
 #include <set>
 #include <tuple>
 
+#include "phasebench/backend.hpp"
 #include "phasebench/errors.hpp"
 #include "report_html.hpp"
 
@@ -17,23 +18,6 @@ namespace {
 std::string json_string(const nlohmann::json& json, const std::string& key) {
   if (json.is_object() && json.contains(key) && json[key].is_string()) return json[key].get<std::string>();
   return "";
-}
-
-void read_ceilings(Run& run) {
-  const nlohmann::json& machine = run.data.machine;
-  if (machine.is_null()) {
-    run.ceilings_problem = "no machine.json beside the results";
-    return;
-  }
-  if (!machine.contains("roofline")) {
-    run.ceilings_problem = "machine.json has no \"roofline\" (a run from before the roofline probe)";
-    return;
-  }
-  try {
-    run.ceilings = roofline::from_json(machine["roofline"]);
-  } catch (const InputError& error) {
-    run.ceilings_problem = error.what();
-  }
 }
 
 // The measured gain with its interval against [claimed_min, claimed_max]: only an interval
@@ -66,9 +50,9 @@ std::vector<Run> load_runs(const std::vector<std::string>& paths) {
   for (const std::string& path : paths) {
     Run run;
     run.letter = std::string(1, static_cast<char>('A' + runs.size()));
-    run.data = compare::load_run(path);
+    run.data = results::load_run(path);
     run.run_id = run.data.rows.empty() ? json_string(run.data.machine, "run_id") : run.data.rows.front().run_id;
-    read_ceilings(run);
+    run.ceilings = run.data.ceilings(&run.ceilings_problem);
     runs.push_back(std::move(run));
   }
   return runs;
@@ -105,7 +89,7 @@ std::vector<const ResultRow*> rows_of(const Run& run, const WorkloadKey& key) {
   return rows;
 }
 
-bool is_timed(const ResultRow& row) { return row.status == "OK" && row.median_ms > 0; }
+bool is_timed(const ResultRow& row) { return row.status == Status::Ok && row.median_ms > 0; }
 
 std::string ladder_name(const ResultRow& row) { return row.backend + "/" + row.device; }
 
@@ -118,6 +102,7 @@ std::string shape_of(const std::vector<const ResultRow*>& rows) {
 std::string ClaimCheck::text() const {
   switch (verdict) {
     case Verdict::NoClaim: return "no claim";
+    case Verdict::Unknown: return "claim unknown";
     case Verdict::NotMeasured: return "not measured";
     case Verdict::Below: return "below claim";
     case Verdict::Consistent: return "within claim";
@@ -127,6 +112,7 @@ std::string ClaimCheck::text() const {
 }
 
 std::string ClaimCheck::claim_text() const {
+  if (verdict == Verdict::Unknown) return "unknown";
   if (std::isnan(claimed_min)) return "-";
   std::string text = format_number(claimed_min) + "\xE2\x80\x93" + format_ratio(claimed_max);  // en dash
   if (first_phase != last_phase)
@@ -134,28 +120,44 @@ std::string ClaimCheck::claim_text() const {
   return text;
 }
 
-ClaimCheck check_claim(const ResultRow& row, const std::vector<const ResultRow*>& workload_rows) {
-  ClaimCheck check;
-  if (row.backend == "reference") return check;
-  int previous = -1;  // the nearest lower timed phase of this ladder: what speedup_vs_prev divides by
-  for (const ResultRow* other : workload_rows)
-    if (ladder_name(*other) == ladder_name(row) && is_timed(*other) && other->phase_index < row.phase_index)
-      previous = std::max(previous, other->phase_index);
-  if (previous < 0) return check;
-  check.first_phase = previous + 1;
-  check.last_phase = row.phase_index;
+namespace {
+
+// The product of the claims of the catalog's phases above `previous` up to the row's, and the
+// first of those phases (indices the catalog skips are no rungs); false when one claims nothing.
+bool compound_claims(const catalog::WorkloadEntry& entry, int previous, ClaimCheck& check) {
+  if (!entry.phase(check.last_phase)) return false;
   double low = 1, high = 1;
-  for (int phase = check.first_phase; phase <= check.last_phase; ++phase) {
-    const auto claimed = std::find_if(workload_rows.begin(), workload_rows.end(), [&](const ResultRow* other) {
-      return other->phase_index == phase && other->backend != "reference" && !std::isnan(other->claimed_min);
-    });
-    if (claimed == workload_rows.end()) return check;  // some phase in the step has no known claim
-    low *= (*claimed)->claimed_min;
-    high *= (*claimed)->claimed_max;
+  check.first_phase = check.last_phase;
+  for (const PhaseInfo& phase : entry.phases) {
+    if (phase.index <= previous || phase.index > check.last_phase) continue;
+    if (std::isnan(phase.claimed_min)) return false;
+    check.first_phase = std::min(check.first_phase, phase.index);
+    low *= phase.claimed_min;
+    high *= phase.claimed_max;
   }
   check.claimed_min = low;
   check.claimed_max = high;
-  check.verdict = compare_gain(row.speedup_vs_prev, row.speedup_vs_prev_ci_low, row.speedup_vs_prev_ci_high, low, high);
+  return true;
+}
+
+}  // namespace
+
+ClaimCheck check_claim(const ResultRow& row, const std::vector<const ResultRow*>& workload_rows,
+                       const catalog::Catalog& catalog) {
+  ClaimCheck check;
+  if (row.backend == kReferenceBackend) return check;
+  const results::Baselines bases = results::baselines_of(row, workload_rows, is_timed);
+  if (!bases.previous) return check;  // nothing timed below it to gain over
+  check.first_phase = bases.previous->phase_index + 1;
+  check.last_phase = row.phase_index;
+  const catalog::WorkloadEntry* entry = catalog.find(row.suite, row.workload);
+  if (!entry) {
+    check.verdict = ClaimCheck::Verdict::Unknown;
+    return check;
+  }
+  if (!compound_claims(*entry, bases.previous->phase_index, check)) return check;
+  check.verdict = compare_gain(row.speedup_vs_prev, row.speedup_vs_prev_ci_low, row.speedup_vs_prev_ci_high,
+                               check.claimed_min, check.claimed_max);
   return check;
 }
 
@@ -218,7 +220,7 @@ std::vector<double> parse_step_values(const std::string& cell) {
 }
 
 bool has_step_errors(const ResultRow& row) {
-  return (row.status == "OK" || row.status == "FAIL") && !row.step_rel_l2_err.empty();
+  return (row.status == Status::Ok || row.status == Status::Fail) && !row.step_rel_l2_err.empty();
 }
 
 namespace {
@@ -268,7 +270,7 @@ Colors::Colors(const std::vector<Run>& runs) {
     for (const ResultRow& row : run.data.rows) names.insert(row.backend);
   size_t next = 0;
   for (const std::string& name : names)
-    colors_[name] = name == "reference" ? "#6b6b6b" : palette[next++ % (sizeof palette / sizeof *palette)];
+    colors_[name] = name == kReferenceBackend ? "#6b6b6b" : palette[next++ % (sizeof palette / sizeof *palette)];
 }
 
 std::string Colors::of(const std::string& backend) const {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "compare.hpp"
+#include "results_model.hpp"
 #include "roofline.hpp"
 
 namespace pb::report {
@@ -16,7 +16,7 @@ namespace pb::report {
 /// One run in the report, named by a letter (A, B, ...) in every chart and table.
 struct Run {
   std::string letter;
-  compare::RunData data;
+  results::RunData data;
   std::string run_id;                        // from the rows, else machine.json
   std::optional<roofline::Ceilings> ceilings;  // machine.json "roofline", when present and valid
   std::string ceilings_problem;              // why there are none
@@ -49,19 +49,21 @@ std::string ladder_name(const ResultRow& row);
 /// The workload's shape text ("M=48 ...") from the first row that has one.
 std::string shape_of(const std::vector<const ResultRow*>& rows);
 
-/// The claimed gain a row's measured speedup_vs_prev should be compared with. speedup_vs_prev
-/// divides by the nearest lower *timed* phase of the same ladder, so when a backend skips phases
-/// the claim is the product of the claims of every phase it jumped over (known only when some
-/// row of the workload carries each of them).
+/// The claimed gain a row's measured speedup_vs_prev should be compared with, from the run's
+/// catalog. speedup_vs_prev divides by the nearest lower *timed* phase of the same ladder
+/// (results::baselines_of), so when a backend skips phases the claim is the product of the claims
+/// of every catalog phase it jumped over. Unknown when the catalog has no entry for the workload
+/// (a run from before catalogs were saved).
 struct ClaimCheck {
-  enum class Verdict { NoClaim, NotMeasured, Below, Consistent, Above };
+  enum class Verdict { NoClaim, Unknown, NotMeasured, Below, Consistent, Above };
   Verdict verdict = Verdict::NoClaim;
   double claimed_min = kMissing, claimed_max = kMissing;
   int first_phase = 0, last_phase = 0;  // the phases whose claims were multiplied
-  std::string text() const;             // "within claim", "below claim", ...
-  std::string claim_text() const;       // "1.02-1.03×" or "1.05-1.10× (phases 2-3)"
+  std::string text() const;             // "within claim", "below claim", "claim unknown", ...
+  std::string claim_text() const;       // "1.02-1.03×" or "1.05-1.10× (phases 2-3)"; "unknown"
 };
-ClaimCheck check_claim(const ResultRow& row, const std::vector<const ResultRow*>& workload_rows);
+ClaimCheck check_claim(const ResultRow& row, const std::vector<const ResultRow*>& workload_rows,
+                       const catalog::Catalog& catalog);
 
 /// Per ladder (backend/device, in name order): its fastest timed exact row, followed by its
 /// fastest approximate row when that one is faster still (or the ladder has no timed exact row),

@@ -6,7 +6,7 @@
 #include <set>
 #include <tuple>
 
-#include "phasebench/runner.hpp"
+#include "phasebench/backend.hpp"
 #include "report_charts.hpp"
 #include "report_html.hpp"
 #include "report_svg.hpp"
@@ -57,12 +57,13 @@ std::string top_text(const nlohmann::json& machine, const char* key) {
 }
 
 std::string claim_summary(const Run& run) {
+  if (!run.data.catalog.saved) return "unknown: no catalog.json (measured before catalogs were saved)";
   std::map<std::string, int> counts;
   for (const WorkloadKey& key : workloads({run})) {
     const Rows rows = rows_of(run, key);
     for (const ResultRow* row : rows)
       if (is_timed(*row)) {
-        const ClaimCheck claim = check_claim(*row, rows);
+        const ClaimCheck claim = check_claim(*row, rows, run.data.catalog);
         if (!std::isnan(claim.claimed_min)) ++counts[claim.text()];
       }
   }
@@ -82,7 +83,7 @@ std::string runs_section(const std::vector<Run>& runs) {
   for (const Run& run : runs) {
     int ok = 0, failed = 0, not_run = 0;
     for (const ResultRow& row : run.data.rows) {
-      if (row.status == "OK") ++ok;
+      if (row.status == Status::Ok) ++ok;
       else if (is_failure(row.status)) ++failed;
       else ++not_run;
     }
@@ -111,7 +112,7 @@ std::string phase_names(const std::vector<Rows>& rows_per_run) {
   std::map<int, std::string> names;
   for (const Rows& rows : rows_per_run)
     for (const ResultRow* row : rows)
-      if (row->backend != "reference") names.emplace(row->phase_index, row->phase);
+      if (row->backend != kReferenceBackend) names.emplace(row->phase_index, row->phase);
   std::string text;
   for (const auto& [index, name] : names) text += (text.empty() ? "" : " \xC2\xB7 ") + std::to_string(index) + " " + name;
   return text;
@@ -123,7 +124,7 @@ std::vector<CaseKey> case_keys(const std::vector<Rows>& rows_per_run, bool timed
   std::set<CaseKey> keys;
   for (const Rows& rows : rows_per_run)
     for (const ResultRow* row : rows)
-      if (!timed_non_reference_only || (is_timed(*row) && row->backend != "reference" && row->phase_index > 0))
+      if (!timed_non_reference_only || (is_timed(*row) && row->backend != kReferenceBackend && row->phase_index > 0))
         keys.emplace(ladder_name(*row), row->phase_index, row->phase);
   return {keys.begin(), keys.end()};
 }
@@ -152,18 +153,19 @@ std::string claims_table(const std::vector<Run>& runs, const std::vector<Rows>& 
   Table table(header);
   for (const CaseKey& key : case_keys(rows_per_run, true)) {
     std::string claimed = "-";
-    for (const Rows& rows : rows_per_run)
-      if (const ResultRow* row = find_case(rows, key); row && claimed == "-") claimed = check_claim(*row, rows).claim_text();
+    for (size_t r = 0; r < runs.size(); ++r)
+      if (const ResultRow* row = find_case(rows_per_run[r], key); row && claimed == "-")
+        claimed = check_claim(*row, rows_per_run[r], runs[r].data.catalog).claim_text();
     case_cells(table, key, rows_per_run);
     table.cell(claimed, "num");
-    for (const Rows& rows : rows_per_run) {
-      const ResultRow* row = find_case(rows, key);
+    for (size_t r = 0; r < runs.size(); ++r) {
+      const ResultRow* row = find_case(rows_per_run[r], key);
       if (!row || !is_timed(*row)) {
-        table.cell(row ? row->status : "-").cell("");
+        table.cell(row ? to_string(row->status) : "-").cell("");
         continue;
       }
       table.cell(with_interval(row->speedup_vs_prev, row->speedup_vs_prev_ci_low, row->speedup_vs_prev_ci_high, format_ratio), "num")
-          .markup(verdict_markup(check_claim(*row, rows)));
+          .markup(verdict_markup(check_claim(*row, rows_per_run[r], runs[r].data.catalog)));
     }
     table.end_row();
   }
@@ -217,15 +219,25 @@ std::string approximate_note() {
 bool any_optimized_timed(const std::vector<Rows>& rows_per_run) {
   for (const Rows& rows : rows_per_run)
     for (const ResultRow* row : rows)
-      if (row->backend != "reference" && is_timed(*row)) return true;
+      if (row->backend != kReferenceBackend && is_timed(*row)) return true;
   return false;
 }
 
-bool any_claim(const std::vector<Rows>& rows_per_run) {
-  for (const Rows& rows : rows_per_run)
-    for (const ResultRow* row : rows)
-      if (is_timed(*row) && !std::isnan(check_claim(*row, rows).claimed_min)) return true;
+bool any_claim(const std::vector<Run>& runs, const std::vector<Rows>& rows_per_run) {
+  for (size_t r = 0; r < runs.size(); ++r)
+    for (const ResultRow* row : rows_per_run[r])
+      if (is_timed(*row) && !std::isnan(check_claim(*row, rows_per_run[r], runs[r].data.catalog).claimed_min))
+        return true;
   return false;
+}
+
+// Which runs cannot say what this workload claims, and why (a run from before catalogs were saved).
+std::string unknown_claims_note(const std::vector<Run>& runs, const WorkloadKey& key) {
+  std::string text;
+  for (const Run& run : runs)
+    if (const std::string why = run.data.catalog.unknown_because(key.suite, key.workload); !why.empty())
+      text += "Claims of run " + run.letter + " are unknown: " + why + ". ";
+  return text.empty() ? "" : paragraph(escape(text));
 }
 
 std::string claims_note() {
@@ -234,29 +246,31 @@ std::string claims_note() {
                    "&ldquo;below&rdquo; or &ldquo;above&rdquo; only when the whole interval is outside the claim.");
 }
 
-std::string ladder_and_claims(const std::vector<Run>& runs, const std::vector<Rows>& rows_per_run, const Colors& colors) {
+std::string ladder_and_claims(const std::vector<Run>& runs, const WorkloadKey& key, const std::vector<Rows>& rows_per_run,
+                              const Colors& colors) {
   const std::vector<int> phases = ladder_phases(rows_per_run);
-  const Range speedups = speedup_range(rows_per_run), gains = gain_range(rows_per_run);
+  const Range speedups = speedup_range(rows_per_run), gains = gain_range(runs, rows_per_run);
   const int width = chart_width(runs.size());
   std::vector<std::string> ladders, claims;
   for (size_t r = 0; r < runs.size(); ++r) {
     ladders.push_back(figure(runs[r].caption(), ladder_chart(rows_per_run[r], phases, colors, speedups, width,
                                                              "phase ladder of run " + runs[r].letter)));
-    claims.push_back(figure(runs[r].caption(), claims_chart(rows_per_run[r], phases, colors, gains, width,
+    claims.push_back(figure(runs[r].caption(), claims_chart(runs[r], rows_per_run[r], phases, colors, gains, width,
                                                             "claimed and measured gains of run " + runs[r].letter)));
   }
   const std::string ladder_note = paragraph(
       "Phase ladder: speedup of each phase over the serial fp32 reference, median with its 95% bootstrap "
       "interval; &times; on the floor: the phase did not run (hover for why).");
-  const bool claimed = any_claim(rows_per_run);
+  const bool claimed = any_claim(runs, rows_per_run);
+  const std::string unknown = unknown_claims_note(runs, key);
   if (runs.size() == 1) {  // one run: the ladder and its claims side by side
     if (claimed) ladders.push_back(claims.front());
     return "<h3>Phase ladder" + std::string(claimed ? " and claimed vs measured gains" : "") + "</h3>\n" +
-           charts_row(ladders) + ladder_note + (claimed ? claims_note() + claims_table(runs, rows_per_run) : "");
+           charts_row(ladders) + ladder_note + unknown + (claimed ? claims_note() + claims_table(runs, rows_per_run) : "");
   }
   std::string html = "<h3>Phase ladder</h3>\n" + charts_row(ladders) + ladder_note;
-  html += "<h3>Claimed vs measured gain per phase</h3>\n";
-  if (!claimed) return html + paragraph("No phase of this workload carries a claim.");
+  html += "<h3>Claimed vs measured gain per phase</h3>\n" + unknown;
+  if (!claimed) return html + (unknown.empty() ? paragraph("No phase of this workload carries a claim.") : "");
   return html + charts_row(claims) + claims_note() + claims_table(runs, rows_per_run);
 }
 
@@ -286,7 +300,7 @@ std::string workload_section(const std::vector<Run>& runs, const WorkloadKey& ke
   if (any_row(rows_per_run, has_step_errors))
     body += paragraph("Error after every rollout step: <a href=\"#" + step_errors_anchor(key) + "\">chart</a>.");
   if (any_optimized_timed(rows_per_run)) {
-    body += ladder_and_claims(runs, rows_per_run, colors);
+    body += ladder_and_claims(runs, key, rows_per_run, colors);
     std::vector<Rows> best;
     for (const Rows& rows : rows_per_run) best.push_back(best_phase_rows(rows));
     body += "<h3>Backends at their best phase</h3>\n" + best_phase_chart(runs, best, colors);
@@ -444,8 +458,8 @@ std::string problems_section(const std::vector<Run>& runs) {
   for (int failures_first = 1; failures_first >= 0; --failures_first)
     for (const Run& run : runs)
       for (const ResultRow& row : run.data.rows) {
-        if (row.status == "OK" || is_failure(row.status) != static_cast<bool>(failures_first)) continue;
-        table.cell(run.letter).markup(status_badge(row.status)).markup(marked_if_approximate(compare::row_name(row), row.exact))
+        if (row.status == Status::Ok || is_failure(row.status) != static_cast<bool>(failures_first)) continue;
+        table.cell(run.letter).markup(status_badge(row.status)).markup(marked_if_approximate(results::row_name(row), row.exact))
             .cell(row.reason, "wrap")
             .cell(format_number(row.rel_l2_err), "num").cell(format_number(row.tolerance), "num").cell(row.worst_output);
         table.end_row();
@@ -533,7 +547,7 @@ std::string all_rows_section(const std::vector<Run>& runs) {
     Table table({"case", "status", "median", "95% CI", "vs prev", "vs phase 0", "vs reference", "claimed", "syncs",
                  "ops", "bytes alloc.", "GB/s", "GFLOP/s", "roofline %", "threads", "rel. L2 error", "tolerance"});
     for (const ResultRow& row : run.data.rows) {
-      table.markup(marked_if_approximate(compare::row_name(row), row.exact)).markup(status_badge(row.status)).cell(format_ms(row.median_ms), "num")
+      table.markup(marked_if_approximate(results::row_name(row), row.exact)).markup(status_badge(row.status)).cell(format_ms(row.median_ms), "num")
           .cell(format_interval(row.ci_low_ms, row.ci_high_ms, format_ms), "num").cell(format_ratio(row.speedup_vs_prev), "num")
           .cell(format_ratio(row.speedup_vs_phase0), "num").cell(format_ratio(row.speedup_vs_reference), "num")
           .cell(std::isnan(row.claimed_min) ? "-" : format_number(row.claimed_min) + "\xE2\x80\x93" + format_ratio(row.claimed_max), "num")

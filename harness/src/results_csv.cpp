@@ -55,6 +55,11 @@ int64_t parse_integer(const std::string& cell) {
   return value;
 }
 
+Status parse_status_cell(const std::string& cell) {
+  if (const auto status = parse_status(cell)) return *status;
+  throw CellError("unknown status '" + cell + "' (one of " + status_words() + ")");
+}
+
 bool parse_bool(const std::string& cell) {
   if (cell == "true" || cell == "1") return true;
   if (cell == "false" || cell == "0" || cell.empty()) return false;
@@ -80,6 +85,9 @@ Field<Row> field(const char* name, Member Row::*member, bool required = true) {
   } else if constexpr (std::is_same_v<Member, double>) {
     f.write = [member](const Row& row) { return format_number(row.*member); };
     f.read = [member](Row& row, const std::string& cell) { row.*member = parse_double(cell); };
+  } else if constexpr (std::is_same_v<Member, Status>) {
+    f.write = [member](const Row& row) { return std::string(to_string(row.*member)); };
+    f.read = [member](Row& row, const std::string& cell) { row.*member = parse_status_cell(cell); };
   } else if constexpr (std::is_same_v<Member, bool>) {
     f.write = [member](const Row& row) { return std::string(row.*member ? "true" : "false"); };
     f.read = [member](Row& row, const std::string& cell) { row.*member = parse_bool(cell); };

@@ -23,12 +23,15 @@ std::string environment(const char* name) {
   return value ? value : "";
 }
 
-// The cache is only a shortcut: any problem reading it means "measure again".
+// The cache is only a shortcut: any problem reading it, or an older format without the cache
+// levels, means "measure again".
 bool read_cache(const fs::path& path, Ceilings& ceilings) {
   std::ifstream in(path);
   if (!in) return false;
   try {
-    ceilings = from_json(nlohmann::json::parse(in));
+    const nlohmann::json json = nlohmann::json::parse(in);
+    if (!json.is_object() || json.value("format", 1) < kCeilingsFormat) return false;
+    ceilings = from_json(json);
     return true;
   } catch (const std::exception&) {
     return false;
@@ -40,7 +43,12 @@ std::string summary(const Ceilings& ceilings) {
   std::snprintf(text, sizeof text, "%.1f GB/s memory bandwidth, %.1f GFLOP/s fp32 peak (%s), %d threads",
                 ceilings.bandwidth_gb_per_s, ceilings.peak_gflop_per_s,
                 ceilings.compute_method.c_str(), ceilings.threads);
-  return text;
+  std::string line = text;
+  for (const CacheCeiling& cache : ceilings.caches) {
+    std::snprintf(text, sizeof text, ", %s %.0f GB/s", cache.name.c_str(), cache.gb_per_s);
+    line += text;
+  }
+  return line;
 }
 
 }  // namespace
@@ -78,8 +86,16 @@ Ceilings cached_or_measured(int threads, std::ostream& log) {
 }
 
 nlohmann::json to_json(const Ceilings& ceilings) {
-  nlohmann::json json = {{"bandwidth_gb_per_s", ceilings.bandwidth_gb_per_s},
+  nlohmann::json caches = nlohmann::json::array();
+  for (const CacheCeiling& cache : ceilings.caches)
+    caches.push_back({{"name", cache.name},
+                      {"capacity_bytes", cache.capacity_bytes},
+                      {"working_set_bytes", cache.working_set_bytes},
+                      {"gb_per_s", cache.gb_per_s}});
+  nlohmann::json json = {{"format", kCeilingsFormat},
+                         {"bandwidth_gb_per_s", ceilings.bandwidth_gb_per_s},
                          {"peak_gflop_per_s", ceilings.peak_gflop_per_s},
+                         {"caches", caches},
                          {"bandwidth_method", ceilings.bandwidth_method},
                          {"compute_method", ceilings.compute_method},
                          {"compute_detail", ceilings.compute_detail},
@@ -105,17 +121,50 @@ Ceilings from_json(const nlohmann::json& json) {
     if (json.contains("probe_seconds") && json["probe_seconds"].is_number())
       ceilings.probe_seconds = json["probe_seconds"].get<double>();
     ceilings.source = json.value("source", "");
+    if (json.contains("caches"))  // absent before the cache levels were measured
+      for (const nlohmann::json& cache : json.at("caches"))
+        ceilings.caches.push_back({cache.at("name").get<std::string>(), cache.at("capacity_bytes").get<double>(),
+                                   cache.at("working_set_bytes").get<double>(), cache.at("gb_per_s").get<double>()});
   } catch (const nlohmann::json::exception& error) {
     throw InputError(std::string("roofline ceilings: ") + error.what());
   }
   if (!(ceilings.bandwidth_gb_per_s > 0) || !(ceilings.peak_gflop_per_s > 0))
     throw InputError("roofline ceilings: bandwidth and peak must be positive");
+  for (const CacheCeiling& cache : ceilings.caches)
+    if (!(cache.capacity_bytes > 0) || !(cache.gb_per_s > 0))
+      throw InputError("roofline ceilings: cache " + cache.name + " needs a positive capacity and bandwidth");
   return ceilings;
 }
 
-double percent_of_roofline(double gflop_per_s, double gb_per_s, const Ceilings& ceilings) {
-  const double bandwidth = ceilings.bandwidth_gb_per_s, peak = ceilings.peak_gflop_per_s;
-  if (!(bandwidth > 0) || !(peak > 0)) return kMissing;
+double attainable_bandwidth(double working_set_bytes, const Ceilings& ceilings) {
+  const double memory = ceilings.bandwidth_gb_per_s;
+  const std::vector<CacheCeiling>& caches = ceilings.caches;
+  if (!(working_set_bytes > 0) || caches.empty()) return memory;
+  // Each level at least as fast as every slower one: the bound must hold whatever the noise.
+  std::vector<double> speed(caches.size());
+  double slower = memory;
+  for (size_t level = caches.size(); level-- > 0;) slower = speed[level] = std::max(caches[level].gb_per_s, slower);
+  // Fill the fastest levels first; a level holds at most the capacities up to it summed (an
+  // exclusive hierarchy holds the sum, an inclusive one less: the sum is the bound).
+  double placed = 0, held = 0, seconds_per_gb = 0;
+  for (size_t level = 0; level < caches.size(); ++level) {
+    held += caches[level].capacity_bytes;
+    const double here = std::min(working_set_bytes, held) - placed;
+    if (here <= 0) continue;
+    seconds_per_gb += here / speed[level];
+    placed += here;
+  }
+  seconds_per_gb += (working_set_bytes - placed) / memory;
+  return working_set_bytes / seconds_per_gb;
+}
+
+double working_set_lower_bound(double declared_bytes) { return declared_bytes / 2; }
+
+double percent_of_roofline(double gflop_per_s, double gb_per_s, double bytes_per_iteration,
+                           const Ceilings& ceilings) {
+  const double peak = ceilings.peak_gflop_per_s;
+  if (!(ceilings.bandwidth_gb_per_s > 0) || !(peak > 0)) return kMissing;
+  const double bandwidth = attainable_bandwidth(working_set_lower_bound(bytes_per_iteration), ceilings);
   if (gflop_per_s > 0 && gb_per_s > 0) {
     const double intensity = gflop_per_s / gb_per_s;  // flops per byte
     return gflop_per_s / std::min(peak, intensity * bandwidth) * 100.0;
@@ -126,7 +175,10 @@ double percent_of_roofline(double gflop_per_s, double gb_per_s, const Ceilings& 
 }
 
 void add_roofline_pct(std::vector<ResultRow>& rows, const Ceilings& ceilings) {
-  for (ResultRow& row : rows) row.roofline_pct = percent_of_roofline(row.gflop_per_s, row.gb_per_s, ceilings);
+  for (ResultRow& row : rows) {
+    const double bytes_per_iteration = row.gb_per_s * 1e9 * row.median_ms / 1e3;  // NaN without bytes
+    row.roofline_pct = percent_of_roofline(row.gflop_per_s, row.gb_per_s, bytes_per_iteration, ceilings);
+  }
 }
 
 }  // namespace pb::roofline

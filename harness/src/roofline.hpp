@@ -1,9 +1,11 @@
 #pragma once
-// The machine's roofline (DESIGN.md "Roofline"): a memory-bandwidth ceiling measured with a triad
-// over arrays far larger than the last-level cache, and an fp32 compute ceiling measured with a
-// large sgemm (oneDNN's, when the oneDNN backend is linked in) or a vectorized FMA kernel. Both
-// are measured once per (hardware fingerprint, thread count, method) and cached, because they
-// take a second or two and do not change between runs on one machine.
+// The machine's roofline: the ceilings every row's roofline_pct is measured against. Memory: a
+// triad (and a read-only sweep) over arrays far larger than the last-level cache. Caches: the same
+// two kernels over data that fits each cache level, because a workload whose data fits a cache
+// keeps it there between iterations and is bound by that level's bandwidth, not by memory's.
+// Compute: fp32, the larger of oneDNN's sgemm (when the oneDNN backend is linked in) and a
+// vectorized FMA kernel. All are measured once per (hardware fingerprint, thread count, method)
+// and cached, because they take a few seconds and do not change between runs on one machine.
 
 #include <filesystem>
 #include <iosfwd>
@@ -16,9 +18,18 @@
 
 namespace pb::roofline {
 
+/// One cache level's bandwidth, measured over data that fits it.
+struct CacheCeiling {
+  std::string name;               // "L1d", "L2", "L3"
+  double capacity_bytes = 0;      // what the probe's threads hold of this level together
+  double working_set_bytes = 0;   // the data the probe swept (fits the level, not the faster one)
+  double gb_per_s = kMissing;
+};
+
 struct Ceilings {
-  double bandwidth_gb_per_s = kMissing;
+  double bandwidth_gb_per_s = kMissing;  // memory (DRAM): data larger than every cache
   double peak_gflop_per_s = kMissing;
+  std::vector<CacheCeiling> caches;      // fastest first; empty in runs before the cache probe
   std::string bandwidth_method;  // how the bandwidth was measured, in words
   std::string compute_method;    // "onednn_sgemm", "fma_kernel_avx512", ...
   std::string compute_detail;    // the size or kernel shape, in words
@@ -33,7 +44,7 @@ struct Ceilings {
 /// in, else the widest FMA kernel this CPU runs.
 std::string compute_method_available();
 
-/// Runs the probe now (about a second or two) with `threads` OpenMP threads.
+/// Runs the probe now (a few seconds) with `threads` OpenMP threads.
 Ceilings measure(int threads);
 
 /// $PHASEBENCH_CACHE_DIR, else $XDG_CACHE_HOME/phasebench, else ~/.cache/phasebench.
@@ -46,16 +57,37 @@ std::filesystem::path cache_file(const std::string& fingerprint, int threads, co
 /// Writes one line to `log` saying which it was.
 Ceilings cached_or_measured(int threads, std::ostream& log);
 
+/// Ceilings files carry "format": 2 since the cache levels were added; a cache file of an older
+/// format is measured over (its ceilings lack the levels), an old run's machine.json still reads.
+constexpr int kCeilingsFormat = 2;
+
 nlohmann::json to_json(const Ceilings& ceilings);
 /// Throws InputError naming the missing or mistyped key.
 Ceilings from_json(const nlohmann::json& json);
 
-/// Achieved share of the attainable rate: gflop_per_s / min(peak, intensity * bandwidth) * 100,
-/// with intensity = gflop_per_s / gb_per_s (flops per byte). A row with bytes but no flops is
-/// measured against the bandwidth alone. NaN when the row or the ceilings lack the numbers.
-double percent_of_roofline(double gflop_per_s, double gb_per_s, const Ceilings& ceilings);
+/// The highest bandwidth at which `working_set_bytes` of data can be read and written again and
+/// again: the first bytes at the fastest cache's bandwidth up to its capacity, the next at the
+/// next level's up to the levels' summed capacity, and so on, the rest at memory bandwidth; the
+/// result is the working set over that time. A level measured slower than a slower level (noise)
+/// counts as fast as that one. Memory bandwidth alone when the working set is unknown or the
+/// ceilings have no cache levels.
+double attainable_bandwidth(double working_set_bytes, const Ceilings& ceilings);
 
-/// Sets roofline_pct in every row that has gb_per_s or gflop_per_s.
+/// The least data one iteration can keep between iterations, from its declared (compulsory)
+/// bytes: every value is read once or written once, and one that is both (updated in place) is
+/// counted twice, so the data occupy at least half the declared bytes.
+double working_set_lower_bound(double declared_bytes);
+
+/// Achieved share of the attainable rate, in percent: gflop_per_s / min(peak, intensity *
+/// bandwidth) * 100, with intensity = gflop_per_s / gb_per_s (flops per byte) and bandwidth =
+/// attainable_bandwidth(working_set_lower_bound(bytes_per_iteration)). A row with bytes but no
+/// flops: gb_per_s / bandwidth * 100; with flops but no bytes: gflop_per_s / peak * 100. NaN when
+/// the row or the ceilings lack the numbers. bytes_per_iteration NaN: memory bandwidth.
+double percent_of_roofline(double gflop_per_s, double gb_per_s, double bytes_per_iteration,
+                           const Ceilings& ceilings);
+
+/// Sets roofline_pct in every row that has gb_per_s or gflop_per_s (its declared bytes per
+/// iteration are gb_per_s times median_ms).
 void add_roofline_pct(std::vector<ResultRow>& rows, const Ceilings& ceilings);
 
 }  // namespace pb::roofline

@@ -1,14 +1,13 @@
-// `run`: check, count and time every selected case, then turn the samples into result rows.
+// `run`: check, count and time every selected case, then turn each into a row of what was measured
+// (the columns derived from the samples are the results model's: results_model.hpp).
 
 #include <algorithm>
-#include <cmath>
 #include <iostream>
 #include <map>
 #include <sstream>
 
 #include "case_runner.hpp"
 #include "progress.hpp"
-#include "row_timing.hpp"
 #include "timing.hpp"
 
 namespace pb {
@@ -25,11 +24,11 @@ std::vector<Case> with_reference_cases(std::vector<Case> cases, SizeClass size) 
       workloads.push_back(c.workload->full_name());
   for (const std::string& name : workloads) {
     const bool has_reference = std::any_of(cases.begin(), cases.end(), [&](const Case& c) {
-      return c.workload->full_name() == name && c.ladder->backend == "reference";
+      return c.workload->full_name() == name && c.ladder->backend == kReferenceBackend;
     });
     if (has_reference) continue;
     Selection reference_only;
-    reference_only.backends = {"reference"};
+    reference_only.backends = {kReferenceBackend};
     reference_only.filter = "^" + name + "/";
     for (Case& c : plan_cases(reference_only, size)) cases.insert(cases.begin(), std::move(c));
   }
@@ -125,14 +124,10 @@ ResultRow base_row(const LiveCase& live, const RunOptions& options) {
   row.phase_index = c.phase;
   row.phase = c.phase_name;
   row.exact = c.exact;
-  row.status = to_string(live.status);
+  row.status = live.status;
   row.reason = live.reason;
   row.threads = c.backend->effective_threads(options.threads);
   row.seed = options.seed;
-  if (const auto info = c.workload->find_phase(c.phase); info && c.ladder->backend != "reference") {
-    row.claimed_min = info->claimed_min;
-    row.claimed_max = info->claimed_max;
-  }
   if (!live.check.outputs.empty()) {
     row.rel_l2_err = live.check.worst.rel_l2_err;
     row.max_abs_err = live.check.worst.max_abs_err;
@@ -146,53 +141,6 @@ ResultRow base_row(const LiveCase& live, const RunOptions& options) {
     row.bytes_alloc_per_iter = static_cast<double>(live.counts.bytes_allocated);
   }
   return row;
-}
-
-void add_timing(ResultRow& row, const Case& c, const std::vector<double>& samples) {
-  set_time_columns(row, samples);
-  const WorkEstimate work = c.workload->work(c.size);
-  const double seconds = row.median_ms / 1e3;
-  if (work.bytes > 0) row.gb_per_s = work.bytes / seconds / 1e9;
-  if (work.flops > 0) row.gflop_per_s = work.flops / seconds / 1e9;
-}
-
-// The index of the row to divide by, or -1: same workload/size/backend/device, the nearest
-// lower phase (previous) or the lowest phase (phase 0) that was timed.
-int find_baseline(const std::vector<LiveCase>& cases, const std::map<size_t, std::vector<double>>& samples,
-                  size_t index, bool nearest) {
-  const Case& target = cases[index].spec;
-  int best = -1;
-  for (size_t i = 0; i < cases.size(); ++i) {
-    const Case& c = cases[i].spec;
-    if (!samples.count(i) || c.ladder != target.ladder || c.device != target.device) continue;
-    if (nearest ? (c.phase >= target.phase) : (c.phase > target.phase)) continue;
-    if (best < 0 || (nearest ? c.phase > cases[best].spec.phase : c.phase < cases[best].spec.phase))
-      best = static_cast<int>(i);
-  }
-  return best;
-}
-
-int find_reference(const std::vector<LiveCase>& cases,
-                   const std::map<size_t, std::vector<double>>& samples, size_t index) {
-  for (size_t i = 0; i < cases.size(); ++i)
-    if (samples.count(i) && cases[i].spec.ladder->backend == "reference" &&
-        cases[i].spec.workload == cases[index].spec.workload)
-      return static_cast<int>(i);
-  return -1;
-}
-
-void add_speedups(ResultRow& row, const std::vector<LiveCase>& cases,
-                  const std::map<size_t, std::vector<double>>& samples, size_t index) {
-  const auto& mine = samples.at(index);
-  if (int prev = find_baseline(cases, samples, index, true); prev >= 0)
-    set_speedup(row.speedup_vs_prev, row.speedup_vs_prev_ci_low, row.speedup_vs_prev_ci_high,
-                samples.at(prev), mine);
-  if (int first = find_baseline(cases, samples, index, false); first >= 0)
-    set_speedup(row.speedup_vs_phase0, row.speedup_vs_phase0_ci_low, row.speedup_vs_phase0_ci_high,
-                samples.at(first), mine);
-  if (int ref = find_reference(cases, samples, index); ref >= 0)
-    set_speedup(row.speedup_vs_reference, row.speedup_vs_reference_ci_low,
-                row.speedup_vs_reference_ci_high, samples.at(ref), mine);
 }
 
 SampleRow sample_row(const Case& c, int rep, double ms, double cpu_ms) {
@@ -229,13 +177,9 @@ RunOutcome execute_run(const RunOptions& options) {
   RunOutcome outcome;
   outcome.benchmark_json = timings.benchmark_json;
   for (size_t i = 0; i < cases.size(); ++i) {
-    ResultRow row = base_row(cases[i], options);
-    row.status = to_string(cases[i].status);  // timing may have turned it into ERROR
-    row.reason = cases[i].reason;
+    ResultRow row = base_row(cases[i], options);  // after timing, which may have turned it into ERROR
     if (timings.samples.count(i) && cases[i].status == Status::Ok) {
-      add_timing(row, cases[i].spec, timings.samples.at(i));
       row.iterations_per_rep = timings.iterations_per_rep.at(i);
-      add_speedups(row, cases, timings.samples, i);
       const auto& samples = timings.samples.at(i);
       const auto& cpu_samples = timings.cpu_samples.at(i);
       for (size_t rep = 0; rep < samples.size(); ++rep)

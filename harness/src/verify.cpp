@@ -70,7 +70,7 @@ std::vector<VerifyLine> execute_verify(const VerifyOptions& options) {
         detail::LiveCase live(c);
         detail::prepare(live, problems[key], options.threads);
         detail::check(live, problems[key]);
-        lines.push_back({c.row_name(), seed, to_string(live.status), describe(live)});
+        lines.push_back({c.row_name(), seed, live.status, describe(live)});
         std::cerr << lines.back().status << "  " << lines.back().row_name << "  seed " << seed << "  "
                   << lines.back().detail << "\n";
       }

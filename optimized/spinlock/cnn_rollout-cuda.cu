@@ -1,14 +1,13 @@
 // spinlock/cnn_rollout_<policy> on CUDA: the Variant that runs the ladder of cnn_rollout-cuda.hpp
-// (kernel bodies, GEMM parameters and phases described there) on the GPU through a
-// DeviceExecutor and a cuBLAS handle bound to its stream. Phases 0-6 are all here; from phase 5
-// setup() runs one rollout eagerly (the warm-up: kernels loaded, cuBLAS's heuristics chosen), then
-// captures one rollout on the stream as a CUDA graph that run() replays (if capture fails, the
-// variant says why on stderr and runs eagerly). Without a usable device (always on the build
-// machines) support() reports SKIPPED with the runtime's error text, and nothing here touches the
-// device: compiled here, never run on a GPU. The ladder itself runs on the host in
-// tests/cuda/cnn_rollout_cuda_test.cpp.
+// (kernel bodies, GEMM parameters and what each optimization does there) on the GPU through a
+// DeviceExecutor and a cuBLAS handle bound to its stream. Every phase of the catalog is here; when
+// the ladder's options ask for graph replay (profile_guided, exact_fast) setup() runs one rollout
+// eagerly (the warm-up: kernels loaded, cuBLAS's heuristics chosen), then captures one rollout on
+// the stream as a CUDA graph that run() replays (if capture fails, the variant says why on stderr
+// and runs eagerly). Without a usable device (always on the build machines) support() reports
+// SKIPPED with the runtime's error text, and nothing here touches the device: compiled here, never
+// run on a GPU. The ladder itself runs on the host in tests/cuda/cnn_rollout_cuda_test.cpp.
 
-#include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,18 +28,16 @@ class CnnRolloutCuda final : public Variant {
   explicit CnnRolloutCuda(const VariantContext& context)
       : context_(context), arch_(rollout::sp::architecture(context.size)), policy_(rollout::sp::policy_of(*context.workload)) {}
 
-  std::optional<CannotRun> support() const override {
-    if (context_.device != "cuda")
-      return CannotRun{CannotRun::Kind::Unsupported, "the cuda backend runs on device \"cuda\" only"};
-    if (!device_available()) return CannotRun{CannotRun::Kind::Skipped, device_unavailable_reason()};
-    return std::nullopt;
-  }
+  std::optional<CannotRun> support() const override { return variant_support(context_); }
 
   void setup(const ArrayMap& inputs) override {
     executor_ = std::make_unique<DeviceExecutor>();
     gemm_ = std::make_unique<CublasGemm>(executor_->stream());
-    ladder_ = std::make_unique<Ladder>(*executor_, *gemm_, inputs, arch_, policy_, context_.phase);
-    if (ladder_->plan().graph) capture_after_warm_up();
+    ladder_ = std::make_unique<Ladder>(*executor_, *gemm_, inputs, arch_, policy_, context_.plan);
+    if (ladder_->options().graph) {
+      const auto run_once = [this] { ladder_->run(); };
+      capture_after_warm_up(*executor_, graph_, context_, run_once, run_once);
+    }
     executor_->wait();
   }
 
@@ -64,16 +61,6 @@ class CnnRolloutCuda final : public Variant {
   }
 
  private:
-  void capture_after_warm_up() {
-    ladder_->run();
-    executor_->wait();
-    const std::string failure = graph_.capture(executor_->stream(), [this] { ladder_->run(); });
-    if (!failure.empty()) {
-      std::cerr << "phasebench: " << context_.workload->full_name() << "/cuda phase " << context_.phase
-                << ": CUDA graph capture failed (" << failure << "); running eagerly\n";
-    }
-  }
-
   VariantContext context_;
   rollout::ref::Architecture arch_;
   rollout::ref::Policy policy_;

@@ -1,42 +1,19 @@
 #pragma once
-// spinlock/cnn_rollout_<policy> on CUDA: the kernel bodies and the phase ladder, written once
-// against an executor and a GEMM, so the same code queues kernels and cuBLAS calls on the GPU
+// spinlock/cnn_rollout_<policy> on CUDA: the kernel bodies and the ladder, written once against
+// an executor and a GEMM, so the same code queues kernels and cuBLAS calls on the GPU
 // (DeviceExecutor + CublasGemm in cnn_rollout-cuda.cu) and runs on the host in
 // tests/cuda/cnn_rollout_cuda_test.cpp (HostExecutor + a naive column-major GEMM that takes the
-// very GemmShape cuBLAS gets). Math: reference/spinlock/cnn_rollout.hpp; what each phase means:
-// suites/spinlock/cnn_rollout.hpp. COMPILED HERE, NEVER RUN ON A GPU (no device on these machines).
+// very GemmShape cuBLAS gets). Math: reference/spinlock/cnn_rollout.hpp; what each optimization
+// means: the catalog (suites/spinlock/cnn_rollout.cpp, docs/spinlock.md). COMPILED HERE, NEVER
+// RUN ON A GPU (no device on these machines).
 //
 // Every convolution is an im2col kernel (Im2col: columns [rows = C_in k k, H W] per sample, in
 // the operand type) and one cublasGemmStridedBatchedEx (convolution_gemm: m = H W, n = C_out,
 // k = C_in k k, no transposes, lda = ldc = H W, ldb = k, the weights shared by the batch with
 // stride 0; fp32 output, CUBLAS_COMPUTE_32F), as PyTorch's eager conv2d on a GPU is a cuDNN call
 // (itself an implicit GEMM). The 1x1 head (3 outputs from c channels: ~1% of the flops) is a kernel.
-//   0 eager           one launch per operation: im2col, GEMM (fp32 operands), norm statistics,
-//                     normalize, GELU per block, then head, policy, and a copy into the
-//                     trajectory; every result in a fresh stream-ordered buffer, one realization
-//                     per call. Exact fp32.
-//   1 compile_fusion  per block im2col, GEMM, then ONE block kernel (NormGelu: statistics by a
-//                     shared-memory tree in two passes as the reference, normalize + affine + GELU
-//                     in place); head and policy update one kernel writing the trajectory row.
-//                     cuBLAS cannot take the norm as an epilogue, so conv -> norm stays two calls.
-//                     Fresh buffers per call, one realization per call. Exact fp32.
-//   2 mixed_precision phase 1 with bf16 GEMM operands: the weights rounded once in setup, the
-//                     im2col writes bf16 columns (round to nearest even); CUDA_R_16BF A and B,
-//                     fp32 accumulation and output, norm, GELU, head, state and trajectory fp32.
-//   3 operator_opts   + GroupNorm(gcd(8, C)) and tanh-GELU in NormGelu (the approximate model),
-//                     and buffers from setup(): the column matrix and one activation buffer
-//                     ping-pong (im2col reads the activation into the columns, the GEMM writes
-//                     the activation back), so run() allocates nothing.
-//   4 batching        + all M realizations per launch: im2col over M samples, GEMM batch M,
-//                     NormGelu over M x groups blocks, one head + policy launch per step.
-//   5 profile_guided  + the whole rollout captured once as a CUDA graph in setup() and replayed
-//                     by run() (cnn_rollout-cuda.cu). NOT from a profile: no GPU here to profile
-//                     on. It is the expected bottleneck: at the small and default sizes a
-//                     step is 3 x blocks + 1 launches of microsecond kernels, so launch latency,
-//                     not arithmetic, should dominate. To be replaced by what nsys shows on a GPU.
-//   6 exact_fast      every exact rung in fp32 with the exact model: fusion, setup buffers,
-//                     batch M, graph replay.
-// No host sync in run().
+// How this backend realizes each optimization is said where RolloutOptions reads it. No host
+// sync in run().
 
 #include <math.h>
 
@@ -49,6 +26,7 @@
 #include "backends/cuda/gemm.hpp"
 #include "backends/cuda/host_device.hpp"
 #include "phasebench/arrays.hpp"
+#include "phasebench/phases.hpp"
 #include "suites/spinlock/cnn_rollout.hpp"
 
 namespace pb::cuda_backend::spinlock {
@@ -284,28 +262,45 @@ inline std::vector<Bf16> rounded_to_bf16(const std::vector<float>& values) {
   return rounded;
 }
 
-/// A phase's rung as switches (the ladder in the comment at the top).
-struct PhasePlan {
-  bool eager;            // 0: one launch per operation
-  bool bf16;             // 2-5: bf16 GEMM operands
-  bool preallocated;     // 3+: the column matrix and the activation from setup()
-  bool batched;          // 4+: all M realizations per launch
-  bool graph;            // 5+: run() replays a CUDA graph of one rollout (the variant's part)
-  ref::ModelOptions model;  // 3-5: GroupNorm(gcd(8, C)), tanh-GELU
+/// The optimizations of the plan, as this backend realizes them.
+struct RolloutOptions {
+  // Without compile_fusion: one launch per operation (im2col, GEMM, norm statistics, normalize,
+  // GELU per block, then head, policy and a copy into the trajectory), every result in a fresh
+  // stream-ordered buffer. With it: per block im2col, GEMM and ONE NormGelu block kernel (cuBLAS
+  // cannot take the norm as an epilogue), then head and policy update in one kernel.
+  bool eager;
+  // mixed_precision: bf16 GEMM operands (weights rounded once in setup, im2col writes bf16
+  // columns, round to nearest even); fp32 accumulation, output, norm, GELU, head and state.
+  bool bf16;
+  // operator_opts / exact_fast: the column matrix and one ping-pong activation buffer from setup()
+  // (im2col reads the activation into the columns, the GEMM writes it back): run() allocates
+  // nothing.
+  bool preallocated;
+  // batching: all M realizations per launch (im2col over M samples, GEMM batch M, NormGelu over
+  // M x groups blocks, one head + policy launch per step).
+  bool batched;
+  // profile_guided / exact_fast: run() replays a CUDA graph of one rollout captured in setup()
+  // (the variant's part). NOT from a profile: no GPU here to profile on. It is the expected
+  // bottleneck: at the small and default sizes a step is 3 x blocks + 1 launches of microsecond
+  // kernels, so launch latency, not arithmetic, should dominate. To be replaced by what nsys
+  // shows on a GPU.
+  bool graph;
+  // operator_opts: GroupNorm(gcd(8, C)) and tanh-GELU in NormGelu (the approximate model).
+  ref::ModelOptions model;
 
-  explicit PhasePlan(int phase)
-      : eager(phase == sp::kEager),
-        bf16(sp::computes_in_bf16(phase)),
-        preallocated(phase >= sp::kOperatorOpts),
-        batched(sp::batches_realizations(phase)),
-        graph(phase >= sp::kProfileGuided),
-        model(sp::model_of_phase(phase)) {}
+  explicit RolloutOptions(const PhasePlan& plan)
+      : eager(!plan.has(sp::kCompileFusion)),
+        bf16(sp::computes_in_bf16(plan)),
+        preallocated(sp::preallocates(plan)),
+        batched(sp::batches_realizations(plan)),
+        graph(plan.has(sp::kProfileGuided) || plan.has(sp::kExactFast)),
+        model(sp::model_of(plan)) {}
 };
 
 template <typename Exec>
 struct DeviceBlockWeights {
   Floats<Exec> weight;                                // [out, in, k, k] = row-major [out, rows]
-  typename Exec::template Buffer<Bf16> weight_bf16;  // the same rounded, for the bf16 phases
+  typename Exec::template Buffer<Bf16> weight_bf16;  // the same rounded, for mixed_precision
   Floats<Exec> gamma, beta;
   int in_channels = 0, out_channels = 0, groups = 0;
 };
@@ -317,15 +312,15 @@ template <typename Exec, typename Gemm>
 class CnnRolloutLadder {
  public:
   CnnRolloutLadder(Exec& exec, const Gemm& gemm, const ArrayMap& inputs, const ref::Architecture& arch,
-                   ref::Policy policy, int phase)
-      : exec_(exec), gemm_(gemm), arch_(arch), policy_(policy), plan_(phase) {
+                   ref::Policy policy, const PhasePlan& plan)
+      : exec_(exec), gemm_(gemm), arch_(arch), policy_(policy), options_(plan) {
     const ref::OperatorWeights<float> weights = sp::load_weights<float>(inputs, arch);
     int64_t widest = kFields, most_rows = 0;
     for (const auto& block : weights.blocks) {
       DeviceBlockWeights<Exec> device{upload(exec, block.weight), {}, upload(exec, block.gamma), upload(exec, block.beta),
                                       block.in_channels, block.out_channels,
-                                      ref::norm_groups(block.out_channels, plan_.model)};
-      if (plan_.bf16) device.weight_bf16 = upload(exec, rounded_to_bf16(block.weight));
+                                      ref::norm_groups(block.out_channels, options_.model)};
+      if (options_.bf16) device.weight_bf16 = upload(exec, rounded_to_bf16(block.weight));
       blocks_.push_back(std::move(device));
       widest = std::max<int64_t>(widest, block.out_channels);
       most_rows = std::max<int64_t>(most_rows, int64_t{block.in_channels} * arch.kernel * arch.kernel);
@@ -334,10 +329,10 @@ class CnnRolloutLadder {
     head_bias_ = upload(exec, weights.head_bias);
     x0_ = upload(exec, require(inputs, sp::kInitialField).to_floats());
     trajectory_ = exec.template allocate<float>(trajectory_size());
-    if (plan_.preallocated) {
-      const int64_t samples = plan_.batched ? arch.realizations : 1;
+    if (options_.preallocated) {
+      const int64_t samples = options_.batched ? arch.realizations : 1;
       activation_ = exec.template allocate<float>(samples * widest * plane());
-      if (plan_.bf16) {
+      if (options_.bf16) {
         columns_bf16_ = exec.template allocate<Bf16>(samples * most_rows * plane());
       } else {
         columns_ = exec.template allocate<float>(samples * most_rows * plane());
@@ -345,18 +340,18 @@ class CnnRolloutLadder {
     }
   }
 
-  const PhasePlan& plan() const { return plan_; }
+  const RolloutOptions& options() const { return options_; }
 
   /// Queues one rollout from x0.
   void run() {
     exec_.for_each("spinlock/start", arch_.realizations * arch_.field_size(),
                    StartRollout{x0_.data(), trajectory_.data(), arch_.field_size()});
     for (int t = 1; t < arch_.steps; ++t) {
-      if (plan_.batched) {
+      if (options_.batched) {
         fused_step(t, 0, arch_.realizations);
         continue;
       }
-      for (int m = 0; m < arch_.realizations; ++m) plan_.eager ? eager_step(t, m) : fused_step(t, m, 1);
+      for (int m = 0; m < arch_.realizations; ++m) options_.eager ? eager_step(t, m) : fused_step(t, m, 1);
     }
   }
 
@@ -392,7 +387,8 @@ class CnnRolloutLadder {
     }
   }
 
-  /// Phase 0: every operation its own launch and its own fresh buffer, one realization.
+  /// Without compile_fusion: every operation its own launch and its own fresh buffer, one
+  /// realization.
   void eager_step(int t, int m) {
     const float* previous = slice(t - 1, m);
     Floats<Exec> x;  // the current activation; empty before the first block
@@ -415,16 +411,16 @@ class CnnRolloutLadder {
   }
 
   void fused_step(int t, int first, int samples) {
-    if (plan_.bf16) {
+    if (options_.bf16) {
       fused_step_with<Bf16>(t, first, samples, columns_bf16_);
     } else {
       fused_step_with<float>(t, first, samples, columns_);
     }
   }
 
-  /// Phases 1-6: per block im2col, GEMM and NormGelu, then head + policy, for realizations
-  /// [first, first + samples). Before phase 3 each block's columns and output are fresh buffers
-  /// (the output freed once the next im2col has read it); from phase 3 the setup() buffers.
+  /// compile_fusion: per block im2col, GEMM and NormGelu, then head + policy, for realizations
+  /// [first, first + samples). Without preallocation each block's columns and output are fresh
+  /// buffers (the output freed once the next im2col has read it); with it the setup() buffers.
   template <typename Operand>
   void fused_step_with(int t, int first, int samples, const Buffer<Operand>& kept_columns) {
     const float* in = slice(t - 1, first);  // row t - 1 holds [M, 3, plane]
@@ -434,7 +430,7 @@ class CnnRolloutLadder {
       Floats<Exec> fresh_output;
       Operand* columns = kept_columns.data();
       float* out = activation_.data();
-      if (!plan_.preallocated) {
+      if (!options_.preallocated) {
         fresh_columns = exec_.template allocate<Operand>(samples * int64_t{b.in_channels} * arch_.kernel * arch_.kernel * plane());
         fresh_output = exec_.template allocate<float>(samples * int64_t{b.out_channels} * plane());
         columns = fresh_columns.data();
@@ -442,7 +438,7 @@ class CnnRolloutLadder {
       }
       convolve(b, in, columns, out, samples);
       exec_.blocks("spinlock/norm_gelu", NormGelu{out, b.gamma.data(), b.beta.data(), b.out_channels, b.groups, samples,
-                                                  plane(), plan_.model.tanh_gelu});
+                                                  plane(), options_.model.tanh_gelu});
       live_output = std::move(fresh_output);  // the block before's output is freed after its reader
       in = out;
     }
@@ -455,11 +451,11 @@ class CnnRolloutLadder {
   const Gemm& gemm_;
   ref::Architecture arch_;
   ref::Policy policy_;
-  PhasePlan plan_;
+  RolloutOptions options_;
   std::vector<DeviceBlockWeights<Exec>> blocks_;
   Floats<Exec> head_weight_, head_bias_, x0_, trajectory_;
-  Floats<Exec> activation_, columns_;  // phases >= 3 (columns_: the fp32 ones)
-  Buffer<Bf16> columns_bf16_;          // phases 3-5
+  Floats<Exec> activation_, columns_;  // preallocated (columns_: the fp32 ones)
+  Buffer<Bf16> columns_bf16_;          // preallocated and bf16
 };
 
 }  // namespace pb::cuda_backend::spinlock

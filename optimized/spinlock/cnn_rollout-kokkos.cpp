@@ -1,46 +1,21 @@
 // spinlock/cnn_rollout_<policy> on Kokkos (default execution space). Math:
-// reference/spinlock/cnn_rollout.hpp; phase catalog and budgets: suites/spinlock/cnn_rollout.cpp.
+// reference/spinlock/cnn_rollout.hpp; catalog and budgets: suites/spinlock/cnn_rollout.cpp.
 //
 //   for t = 1..T-1, for each realization m:  O = head(GELU(norm(conv(... GELU(norm(conv(X)))))))
 //                                             X = policy(X, O)      (trajectory row t)
 //
-// The ladder (each rung = the previous + one thing):
-//   0 eager            one parallel_for per operation (conv, norm statistics, normalize, GELU, head,
-//                      policy) into a fresh View each, then a deep_copy into the trajectory; one
-//                      realization per call (loop over m inside each step). Exact fp32.
-//   1 compile_fusion   one team kernel per block: a team per (sample, norm group) convolves the
-//                      group's planes row by row, reduces their statistics (two passes, each row
-//                      summed in 8 lanes), then normalizes + GELU in place; the head and the policy
-//                      update are one kernel. Fresh block outputs per call. Exact fp32.
-//   2 mixed_precision  phase 1 with bf16 operands: weights and activations stored as bf16 bits
-//                      (uint16_t, rounded to nearest even), widened to float for every
-//                      multiply-add, so accumulation, norm statistics and the trajectory stay fp32.
-//                      Kokkos 3.4 has no bf16 type; this emulation is exactly what bf16 operands
-//                      with fp32 accumulation compute. Approximate.
-//   3 operator_opts    + GroupNorm(gcd(8, C)) and tanh-GELU, ping-pong activation buffers and the
-//                      fp32 pre-norm buffer allocated in setup (run() allocates nothing).
-//   4 batching         + all M realizations in one launch per block (league over samples x groups).
-//   5 profile_guided   what perf showed on phase 4 at the default size (one core, Serial Kokkos):
-//                      the convolution is most of the time, its loops are 128-bit SSE2 without FMA
-//                      (the build targets baseline x86-64) and row-sized (64 wide: loop overhead
-//                      per tap row); next come the libm calls of GELU (tanhf, erff: one scalar
-//                      call per activation, ~30% of the time once the convolution is fast) and
-//                      the norm sums. So: planes stored with a one-pixel zero halo (zeroed once in
-//                      setup, kept between layers), which makes a 3x3 convolution one flat run of
-//                      nine multiply-adds per input channel over whole rows, halo columns
-//                      included; that run and the normalize + GELU row compiled also for AVX2+FMA
-//                      and AVX-512, the clone for this CPU picked at load time (host-only Kokkos
-//                      builds with GCC); tanh evaluated as a rational function (max abs error
-//                      3.3e-7) so that the GELU row vectorizes.
-//   6 exact_fast       phases 1, 3's ping-pong buffers, 4 and 5 in fp32 with the exact model
-//                      (InstanceNorm, erf GELU); erf as a rational function (max abs error 4.2e-7,
-//                      erff's is 5.8e-8: both far inside the fp32 budget).
+// Two rollouts. EagerRolloutKokkos, the plan without compile_fusion: one parallel_for per
+// operation (conv, norm statistics, normalize, GELU, head, policy) into a fresh View each, one
+// realization per call. FusedRolloutKokkos<P>: one team kernel per block (a team per sample and
+// norm group convolves the group's planes, reduces their statistics, then normalizes + GELU in
+// place) and one kernel for the head and the policy update, with activations and weights stored
+// as P (Bf16 with mixed_precision, else Fp32); what else the plan asks of it (operator_opts,
+// batching, profile_guided, exact_fast) is read once into its RolloutOptions.
 // Nothing reads the host inside run(): the rollout needs no host sync.
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -85,7 +60,10 @@ struct Fp32 {
   KOKKOS_INLINE_FUNCTION static float store(float v) { return v; }
 };
 
-/// bf16 as its 16 bits: the upper half of the float, rounded to nearest even.
+/// bf16 as its 16 bits: the upper half of the float, rounded to nearest even. Kokkos 3.4 has no
+/// bf16 type: operands are stored as these bits and widened to float for every multiply-add, so
+/// accumulation, norm statistics and the trajectory stay fp32, exactly what bf16 operands with
+/// fp32 accumulation compute.
 struct Bf16 {
   using Storage = std::uint16_t;
   KOKKOS_INLINE_FUNCTION static float load(std::uint16_t bits) {
@@ -145,13 +123,13 @@ KOKKOS_INLINE_FUNCTION float tanh_rational(float x) {
   return odd_rational(x, 7.90531110763549805f, p, q);
 }
 
-/// GELU (erf or tanh form) through the rational functions: phases 5-6's vectorizable GELU.
+/// GELU (erf or tanh form) through the rational functions: profile_guided's vectorizable GELU.
 KOKKOS_INLINE_FUNCTION float gelu_rational(float v, bool tanh_form) {
   if (tanh_form) return 0.5f * v * (1.0f + tanh_rational(0.7978845608028654f * (v + 0.044715f * v * v * v)));
   return 0.5f * v * (1.0f + erf_rational(v * 0.7071067811865476f));
 }
 
-// `in` and `out` of a normalize row are the same memory in fp32 phases (in place): no element
+// `in` and `out` of a normalize row are the same memory in fp32 (in place): no element
 // is read after another iteration wrote it, which GCC cannot prove, so it is told (ivdep).
 #if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
 #define PB_SPINLOCK_IVDEP _Pragma("GCC ivdep")
@@ -159,7 +137,7 @@ KOKKOS_INLINE_FUNCTION float gelu_rational(float v, bool tanh_form) {
 #define PB_SPINLOCK_IVDEP
 #endif
 
-/// out[x] = GELU((in[x] - mean) scale + shift) through gelu_rational over one row (phases 5-6).
+/// out[x] = GELU((in[x] - mean) scale + shift) through gelu_rational over one row (profile_guided).
 /// The form is a template parameter so that the loop body has no branch.
 template <class P, bool kTanhForm>
 KOKKOS_INLINE_FUNCTION void normalize_gelu_row(const float* in, typename P::Storage* out, int width, float mean,
@@ -171,6 +149,16 @@ KOKKOS_INLINE_FUNCTION void normalize_gelu_row(const float* in, typename P::Stor
 
 /// Where the planes of an activation live: plane i (= sample * channels + channel) is a
 /// (height + 2 pad) x (width + 2 pad) block whose halo of `pad` pixels is zero.
+///
+/// profile_guided is what perf showed with batching at the default size (one core, Serial
+/// Kokkos): the convolution is most of the time, its loops 128-bit SSE2 without FMA (the build
+/// targets baseline x86-64) and row-sized (64 wide: loop overhead per tap row); next the libm
+/// calls of GELU (tanhf, erff: one scalar call per activation, ~30% of the time once the
+/// convolution is fast) and the norm sums. So it stores planes with a one-pixel zero halo (zeroed
+/// once in setup, kept between layers), which makes a 3x3 convolution one flat run of nine
+/// multiply-adds per input channel over whole rows (convolve_run_3x3); compiles that run and the
+/// normalize + GELU row also for AVX2+FMA and AVX-512 (the ISA dispatch below); and evaluates erf
+/// and tanh as rational functions so that the GELU row vectorizes.
 struct Grid {
   int height = 0, width = 0, pad = 0;
   KOKKOS_INLINE_FUNCTION int64_t row_stride() const { return width + 2 * pad; }
@@ -184,16 +172,14 @@ struct Grid {
 
 template <class ViewType>
 ViewType fresh(int64_t count) {  // contents are overwritten by the next kernel
-  return ViewType(Kokkos::view_alloc(Kokkos::WithoutInitializing, kBufferLabel), count);
+  return uninitialized<ViewType>(kBufferLabel, count);
 }
 
+/// `values` stored as P on the device (setup only).
 template <class P>
-DeviceView<typename P::Storage*> to_device(const std::vector<float>& values) {
-  auto device = fresh<DeviceView<typename P::Storage*>>(static_cast<int64_t>(values.size()));
-  auto host = Kokkos::create_mirror_view(device);
-  for (size_t i = 0; i < values.size(); ++i) host(i) = P::store(values[i]);
-  Kokkos::deep_copy(device, host);
-  return device;
+DeviceView<typename P::Storage*> to_device_as(const std::vector<float>& values) {
+  return filled_on_device<DeviceView<typename P::Storage*>>(
+      kBufferLabel, [&](int64_t i) { return P::store(values[i]); }, static_cast<int64_t>(values.size()));
 }
 
 // ---- kernels shared by every rung -----------------------------------------------------------------
@@ -211,7 +197,7 @@ void start_rollout(const ConstFloats& x0, const Floats& trajectory, const Device
   });
 }
 
-// ---- phase 0: one kernel per operation, fresh Views ----------------------------------------------
+// ---- without compile_fusion: one kernel per operation, fresh Views ----------------------------------------------
 
 struct EagerWeights {
   std::vector<Floats> conv, gamma, beta;
@@ -247,7 +233,7 @@ Floats eager_norm_statistics(const ConstFloats& x, int channels, int64_t plane) 
     const float mean = sum / static_cast<float>(plane);
     for (int64_t i = 0; i < plane; ++i) squares += (x(c * plane + i) - mean) * (x(c * plane + i) - mean);
     stats(2 * c) = mean;
-    stats(2 * c + 1) = 1.0f / device_sqrt(squares / static_cast<float>(plane) + static_cast<float>(ref::kNormEps));
+    stats(2 * c + 1) = 1.0f / device_math::sqrt(squares / static_cast<float>(plane) + static_cast<float>(ref::kNormEps));
   });
   return stats;
 }
@@ -303,7 +289,7 @@ void eager_step(const EagerWeights& w, const std::vector<int>& channels, const r
   Kokkos::deep_copy(next, eager_policy(policy, previous, o));
 }
 
-// ---- phases 1-6: one conv + norm + GELU kernel per block ------------------------------------------
+// ---- compile_fusion: one conv + norm + GELU kernel per block ------------------------------------------
 
 template <class P>
 struct Block {
@@ -312,13 +298,13 @@ struct Block {
   Grid in_grid;
   int in_channels = 0;
   ConstFloats gamma, beta;
-  Floats pre;  // the conv output before the norm, fp32 (the output itself in fp32 phases)
+  Floats pre;  // the conv output before the norm, fp32 (the output itself when P is Fp32)
   Grid pre_grid;
   DeviceView<Storage*> out;
   Grid out_grid;
   int out_channels = 0, groups = 0, kernel = 0;
   bool tanh_gelu = false;
-  bool rational_gelu = false;  // phases 5-6: GELU through gelu_rational, so the row vectorizes
+  bool rational_gelu = false;  // profile_guided: GELU through gelu_rational, so the row vectorizes
 };
 
 /// out[x] += w * in[x] for x in [begin, end).
@@ -329,7 +315,7 @@ KOKKOS_INLINE_FUNCTION void accumulate_tap(float* KOKKOS_RESTRICT out, const typ
 }
 
 /// Row y of output channel o of sample n into `out` (width floats), summed over (c, dy, dx) in
-/// the reference's order, taps outside the image clipped (phases 1-4: unpadded planes).
+/// the reference's order, taps outside the image clipped (unpadded planes: without profile_guided).
 template <class P>
 KOKKOS_INLINE_FUNCTION void convolve_row(const Block<P>& b, int n, int o, int y, float* out) {
   const int width = b.in_grid.width, height = b.in_grid.height, k = b.kernel, pad = k / 2;
@@ -347,7 +333,7 @@ KOKKOS_INLINE_FUNCTION void convolve_row(const Block<P>& b, int n, int o, int y,
     }
 }
 
-/// Phases 5-6, 3x3 kernel on padded planes: positions [begin, end) of output channel o of sample
+/// profile_guided, 3x3 kernel on padded planes: positions [begin, end) of output channel o of sample
 /// n, counted from pixel (0, -1) of the padded plane, i.e. the plane's rows including their halo
 /// columns, as one flat run (`out` and `in` point at that pixel of their planes). Every tap is
 /// then the same run shifted by a constant, so one loop of nine multiply-adds per input channel
@@ -373,8 +359,8 @@ KOKKOS_INLINE_FUNCTION void convolve_run_3x3(const Block<P>& b, int n, int o, in
   }
 }
 
-// Phase 5's ISA dispatch. The build targets baseline x86-64, so the loops above run on 128-bit
-// SSE2 without FMA. When every kernel runs on the host (no GPU backend in this Kokkos) and the
+// profile_guided's ISA dispatch. The build targets baseline x86-64, so the loops above run on
+// 128-bit SSE2 without FMA. When every kernel runs on the host (no GPU backend in this Kokkos) and the
 // compiler is GCC on x86-64, the flat 3x3 run is also compiled for x86-64-v3 (AVX2, FMA) and v4
 // (AVX-512), and the loader picks the clone this CPU runs (ifunc); fp-contract=fast lets the
 // clones use FMA (a rounding difference well inside the fp32 budget).
@@ -408,7 +394,7 @@ KOKKOS_INLINE_FUNCTION void convolve_run(const Block<P>& b, int n, int o, int64_
 #endif
 }
 
-/// The GELU row of phases 5-6: the exact model in fp32 (phase 6) or tanh-GELU in bf16 (phase 5).
+/// The GELU row of profile_guided: the exact model in fp32 (exact_fast) or tanh-GELU in bf16.
 template <class P>
 KOKKOS_INLINE_FUNCTION void normalize_gelu(const float* in, typename P::Storage* out, int width, float mean, float scale,
                                            float shift) {
@@ -452,8 +438,8 @@ KOKKOS_INLINE_FUNCTION float reduce_group(const Member& team, const Block<P>& b,
 /// loop to dwarf its setup, short enough to split a plane among the threads of a GPU team.
 constexpr int64_t kRunChunk = 1024;
 
-/// The convolution of the group's planes into `pre`: per row (phases 1-4), or as flat runs over
-/// padded planes (phases 5-6, 3x3 kernels).
+/// The convolution of the group's planes into `pre`: per row, or as flat runs over padded planes
+/// (profile_guided, 3x3 kernels).
 template <class P>
 KOKKOS_INLINE_FUNCTION void convolve_group(const Member& team, const Block<P>& b, int n, int o0, int per_group,
                                            int64_t first_plane) {
@@ -491,7 +477,7 @@ void conv_norm_gelu(const Block<P>& b, int samples) {
     team.team_barrier();
     const float mean = reduce_group(team, b, first_plane, rows, [](float v) { return v; }) / count;
     const float squares = reduce_group(team, b, first_plane, rows, [mean](float v) { return (v - mean) * (v - mean); });
-    const float inv_std = 1.0f / device_sqrt(squares / count + static_cast<float>(ref::kNormEps));
+    const float inv_std = 1.0f / device_math::sqrt(squares / count + static_cast<float>(ref::kNormEps));
     team.team_barrier();  // every thread has read the statistics' inputs before `out` may alias `pre`
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](int r) {
       const int o = o0 + r / height, y = r % height;
@@ -547,16 +533,16 @@ void head_and_policy(const Head<P>& h, int t, int first, int samples) {
 class RolloutKokkos : public Variant {
  public:
   explicit RolloutKokkos(const VariantContext& context)
-      : arch_(sp::architecture(context.size)), policy_(sp::policy_of(*context.workload)), phase_(context.phase) {}
+      : arch_(sp::architecture(context.size)), policy_(sp::policy_of(*context.workload)) {}
 
   void setup(const ArrayMap& inputs) override {
-    x0_ = to_device<Fp32>(require(inputs, sp::kInitialField).to_floats());
+    x0_ = to_device_as<Fp32>(require(inputs, sp::kInitialField).to_floats());
     trajectory_ = Floats("spinlock/cnn_rollout/trajectory", arch_.steps * arch_.realizations * arch_.field_size());
     prepare(sp::load_weights<float>(inputs, arch_));
   }
 
   void poison_outputs() override {
-    Kokkos::deep_copy(trajectory_, std::numeric_limits<float>::quiet_NaN());
+    fill_nan(trajectory_);
     Kokkos::fence();
   }
 
@@ -578,7 +564,6 @@ class RolloutKokkos : public Variant {
 
   ref::Architecture arch_;
   ref::Policy policy_;
-  int phase_;
   Floats x0_, trajectory_;
 };
 
@@ -595,17 +580,30 @@ class EagerRolloutKokkos final : public RolloutKokkos {
  private:
   void prepare(const ref::OperatorWeights<float>& weights) override {
     for (const auto& block : weights.blocks) {
-      weights_.conv.push_back(to_device<Fp32>(block.weight));
-      weights_.gamma.push_back(to_device<Fp32>(block.gamma));
-      weights_.beta.push_back(to_device<Fp32>(block.beta));
+      weights_.conv.push_back(to_device_as<Fp32>(block.weight));
+      weights_.gamma.push_back(to_device_as<Fp32>(block.gamma));
+      weights_.beta.push_back(to_device_as<Fp32>(block.beta));
       channels_.push_back(block.out_channels);
     }
-    weights_.head_weight = to_device<Fp32>(weights.head_weight);
-    weights_.head_bias = to_device<Fp32>(weights.head_bias);
+    weights_.head_weight = to_device_as<Fp32>(weights.head_weight);
+    weights_.head_bias = to_device_as<Fp32>(weights.head_bias);
   }
 
   EagerWeights weights_;
   std::vector<int> channels_;
+};
+
+/// What the plan asks of the fused rollout besides its precision, read once from the context.
+struct RolloutOptions {
+  explicit RolloutOptions(const PhasePlan& plan)
+      : model(sp::model_of(plan)),
+        batched(sp::batches_realizations(plan)),
+        ping_pong(sp::preallocates(plan)),
+        profile_guided(plan.has(sp::kProfileGuided)) {}
+  ref::ModelOptions model;  // GroupNorm and tanh-GELU with operator_opts
+  bool batched;             // all realizations in one launch per block
+  bool ping_pong;           // activation buffers allocated in setup, sized for the widest block
+  bool profile_guided;      // padded planes, flat 3x3 runs, rational GELU (see Grid)
 };
 
 template <class P>
@@ -614,13 +612,12 @@ class FusedRolloutKokkos final : public RolloutKokkos {
   using StorageView = DeviceView<Storage*>;
 
  public:
-  using RolloutKokkos::RolloutKokkos;
+  explicit FusedRolloutKokkos(const VariantContext& context) : RolloutKokkos(context), options_(context.plan) {}
 
   void run() override {
     start_rollout<P>(x0_, trajectory_, x_, grid_, arch_.realizations);
-    const bool batched = sp::batches_realizations(phase_);
     for (int t = 1; t < arch_.steps; ++t) {
-      if (batched) {
+      if (options_.batched) {
         step(t, 0, arch_.realizations);
       } else {
         for (int m = 0; m < arch_.realizations; ++m) step(t, m, 1);
@@ -632,31 +629,30 @@ class FusedRolloutKokkos final : public RolloutKokkos {
   static constexpr bool kSeparatePreNorm = !std::is_same_v<Storage, float>;
 
   void prepare(const ref::OperatorWeights<float>& weights) override {
-    const ref::ModelOptions model = sp::model_of_phase(phase_);
-    grid_ = {arch_.height, arch_.width, phase_ >= sp::kProfileGuided ? arch_.kernel / 2 : 0};
+    grid_ = {arch_.height, arch_.width, options_.profile_guided ? arch_.kernel / 2 : 0};
     int in_channels = kFields, widest = kFields;
     for (const auto& weights_of_block : weights.blocks) {
       Block<P> block;
-      block.weight = to_device<P>(weights_of_block.weight);
-      block.gamma = to_device<Fp32>(weights_of_block.gamma);
-      block.beta = to_device<Fp32>(weights_of_block.beta);
+      block.weight = to_device_as<P>(weights_of_block.weight);
+      block.gamma = to_device_as<Fp32>(weights_of_block.gamma);
+      block.beta = to_device_as<Fp32>(weights_of_block.beta);
       block.in_channels = in_channels;
       block.out_channels = weights_of_block.out_channels;
-      block.groups = ref::norm_groups(block.out_channels, model);
+      block.groups = ref::norm_groups(block.out_channels, options_.model);
       block.kernel = arch_.kernel;
-      block.tanh_gelu = model.tanh_gelu;
-      block.rational_gelu = phase_ >= sp::kProfileGuided;
-      if (block.rational_gelu && model.tanh_gelu != kSeparatePreNorm)  // normalize_gelu ties the form to P
+      block.tanh_gelu = options_.model.tanh_gelu;
+      block.rational_gelu = options_.profile_guided;
+      if (block.rational_gelu && options_.model.tanh_gelu != kSeparatePreNorm)  // normalize_gelu ties the form to P
         throw std::logic_error("spinlock cnn_rollout-kokkos: rational GELU rows exist for fp32 erf and bf16 tanh only");
       blocks_.push_back(block);
       in_channels = block.out_channels;
       widest = std::max(widest, in_channels);
     }
-    head_weight_ = to_device<P>(weights.head_weight);
-    head_bias_ = to_device<Fp32>(weights.head_bias);
+    head_weight_ = to_device_as<P>(weights.head_weight);
+    head_bias_ = to_device_as<Fp32>(weights.head_bias);
     // Zero-initialized: the halo of a padded layout must read as the conv's zero padding.
     x_ = StorageView("spinlock/cnn_rollout/x", grid_.size(int64_t{arch_.realizations} * kFields));
-    if (phase_ >= sp::kOperatorOpts) {  // ping-pong buffers, sized for the widest block
+    if (options_.ping_pong) {
       for (StorageView& buffer : ping_pong_) buffer = StorageView(kBufferLabel, grid_.size(int64_t{arch_.realizations} * widest));
       if (kSeparatePreNorm) pre_norm_ = fresh<Floats>(grid_.size(int64_t{arch_.realizations} * widest));
     }
@@ -673,7 +669,7 @@ class FusedRolloutKokkos final : public RolloutKokkos {
       b.in = in;
       b.in_grid = grid_;
       b.out_grid = grid_;
-      b.out = phase_ >= sp::kOperatorOpts ? ping_pong_[i % 2] : fresh<StorageView>(grid_.size(planes));  // unpadded: no halo to zero
+      b.out = options_.ping_pong ? ping_pong_[i % 2] : fresh<StorageView>(grid_.size(planes));  // unpadded: no halo to zero
       b.pre_grid = grid_;
       b.pre = pre_norm_buffer(b.out, b.pre_grid.size(planes));
       conv_norm_gelu(b, samples);
@@ -694,6 +690,7 @@ class FusedRolloutKokkos final : public RolloutKokkos {
     }
   }
 
+  RolloutOptions options_;
   Grid grid_;
   std::vector<Block<P>> blocks_;
   StorageView head_weight_;
@@ -705,8 +702,8 @@ class FusedRolloutKokkos final : public RolloutKokkos {
 
 VariantFactory factory() {
   return [](const VariantContext& context) -> std::unique_ptr<Variant> {
-    if (context.phase == sp::kEager) return std::make_unique<EagerRolloutKokkos>(context);
-    if (sp::computes_in_bf16(context.phase)) return std::make_unique<FusedRolloutKokkos<Bf16>>(context);
+    if (!context.has(sp::kCompileFusion)) return std::make_unique<EagerRolloutKokkos>(context);
+    if (sp::computes_in_bf16(context.plan)) return std::make_unique<FusedRolloutKokkos<Bf16>>(context);
     return std::make_unique<FusedRolloutKokkos<Fp32>>(context);
   };
 }

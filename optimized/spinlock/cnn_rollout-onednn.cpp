@@ -1,69 +1,16 @@
 // spinlock/cnn_rollout_<policy> on oneDNN: Spinlock's CNN operator rolled out on the CPU engine.
-// Math: reference/spinlock/cnn_rollout.hpp. Definition, phase catalog and error budgets:
-// suites/spinlock/cnn_rollout.cpp; the meaning of each phase: suites/spinlock/cnn_rollout.hpp.
+// Math: reference/spinlock/cnn_rollout.hpp; definition, phase catalog and error budgets:
+// suites/spinlock/cnn_rollout.cpp; the suite and its measurements: docs/spinlock.md.
 //
 // One run() is a whole rollout from x0: the trajectory's row 0 from x0 (reorders), then for each
-// step t and each operator call (one realization, or all M from phase 4) the ConvBlocks, the 1x1
+// step t and each operator call (one realization, or all M with batching) the ConvBlocks, the 1x1
 // head and the policy update, and the new row of the trajectory. Every primitive is built in
-// setup(); run() rebinds the memory handles of the call's input and output (no allocation).
-//
-// The ladder, rung by rung (measured notes: oneDNN 2.6.3, default size, one thread, best of 20):
-//  0 eager: the unoptimized port. Plain NCHW fp32 activations (the user layout; oneDNN runs
-//    the convolutions as gemm:jit, im2col + sgemm). Per block: convolution, InstanceNorm as
-//    batch normalization of the one sample with scale and shift (how PyTorch computes it),
-//    GELU (eltwise_gelu_erf), each into a fresh buffer; the head (1x1 convolution with bias) into
-//    a fresh buffer; the policy as separate eltwise/binary ops into fresh buffers, then copied
-//    into the trajectory. One realization per call.
-//  1 compile_fusion: what oneDNN lets fuse. Batch and layer normalization take no post-ops in
-//    2.6 (primitive creation fails), and a convolution's post-ops run before the statistics
-//    exist, so the norm cannot join the convolution. Instead: the statistics and normalization
-//    are one layer_normalization over the rows [G, (C/G) H W] of the convolution's output (in
-//    place, no affine), and the affine map and GELU are ONE binary primitive (x * gamma with
-//    post-ops + beta, GELU), in place. The policy update is fused into the head: post-ops
-//    sum(a_x / a_o) then linear(a_o) on a destination that holds the state, so the head writes
-//    x <- a_x x + a_o O in place (gemm:jit takes the sum only first: [linear, sum] falls to
-//    ref:any, 170 ms per call). The state is copied into the trajectory once per step.
-//    Part of this rung's gain is the layer-norm kernel itself: ncsp batch norm takes 0.53 ms on
-//    a 64-channel sample where layer norm takes 0.1 ms on three.
-//  2 mixed_precision: bf16 convolution sources, weights and destinations (fp32 accumulation
-//    inside oneDNN), bf16 layer norm (its statistics are fp32 inside oneDNN) and affine + GELU
-//    with fp32 gamma and beta, a bf16 head source with an fp32 destination: the state and the
-//    trajectory stay fp32; one reorder per call converts the state to bf16. SKIPPED on CPUs
-//    without avx512_core_bf16. On plain NCHW the bf16 convolutions are gemm:jit at about the
-//    fp32 rate, so this rung gains little by itself: bf16 pays off with brgconv (phase 5).
-//  3 operator_opts: GroupNorm(gcd(8, C)) rows and tanh-GELU in the binary's post-op (the model
-//    change), and ping-pong buffers: two activation buffers and the bf16 input allocated in
-//    setup(), each block's convolution writing the one its source is not in. The variant allocates
-//    nothing in run() from here on; bytes_alloc_per_iter still shows a few hundred bytes per
-//    primitive execution, which oneDNN 2.6 allocates inside execute itself (208 bytes for a
-//    2-argument eltwise, measured with a counting operator new).
-//  4 batching: one operator call per step for all M realizations (N = M everywhere; the
-//    GroupNorm rows are [M G, (C/G) H W]).
-//  5 profile_guided: what the profile showed. (a) The convolutions dominate, and on plain NCHW
-//    oneDNN runs them as gemm:jit at 45-80 GFLOP/s fp32 and 40-100 bf16 (the 32->64 3x3 block
-//    at N=3: 4-6 ms); asked with format_tag::any it picks channels-last (NHWC) brgconv at 115
-//    GFLOP/s fp32 and 236 bf16 (avx512_core_bf16 dot products: 1.9 ms). So activations are NHWC
-//    between all layers (named explicitly, as the norms take per-sample views of them) and the
-//    weights in the layout the primitive chose from format_tag::any (reordered once in setup);
-//    reorders only at the ends (state to bf16, state to the trajectory). (b) Layer norm
-//    needs plain rows, and channels-last GroupNorm has no primitive: batch norm over an NCHW view
-//    [H W, G, C/G, 1] of a sample runs in ncsp_bnorm at 3 ms per 64-channel sample in bf16.
-//    So a host kernel (OpenMP, one read pass) computes each group's mean and variance, and the
-//    NHWC batch norm jit (bnorm_jit:avx512_core_bf16, 0.18 ms per 64-channel sample) applies
-//    them as global statistics with the affine map, per sample, in place; GELU is one eltwise
-//    over the batch, in place. (c) Batch norm computing its own statistics (its jit joins its
-//    threads between passes) stalls on a loaded machine: here (load 9-10 on 2 cores, --threads
-//    2, OMP_WAIT_POLICY=passive) phase 6 built on it took 3.9 s a rollout, built on the host
-//    kernel's statistics 0.31 s (phase 5: 0.20 s). So the statistics come from the host kernel
-//    in phase 6 too. Threads: the harness's --threads
-//    through OpenMP (the backend).
-//  6 exact_fast: beyond the seed, every exact optimization in fp32 with the exact model: fused
-//    head and policy, preallocated buffers, batch M, NHWC brgconv, InstanceNorm as phase 5's
-//    norm with a group per channel (statistics summed in double), GELU erf in place. The first
-//    convolution reads the fp32 state directly.
-//
-// The ISA: machine.json's onednn.max_cpu_isa (backends/onednn) records the effective ISA; the
-// implementations named above are what primitive_desc::impl_info_str() reported here.
+// setup(); run() rebinds the memory handles of the call's input and output (no allocation). The
+// optimizations in effect are read once into a RolloutPlan; the comments at the code that each
+// one changes say what oneDNN does with it and why it is done so. Measured notes: oneDNN 2.6.3,
+// default size, one thread, best of 20; the implementations named are what
+// primitive_desc::impl_info_str() reported here, and machine.json's onednn.max_cpu_isa records
+// the effective ISA.
 
 #include <omp.h>
 
@@ -71,17 +18,18 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
-#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <utility>
 #include <vector>
 
+#include "backends/onednn/memory.hpp"
 #include "backends/onednn/onednn_backend.hpp"
+#include "backends/onednn/primitives.hpp"
+#include "backends/onednn/program.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/spinlock/cnn_rollout.hpp"
 
@@ -98,125 +46,42 @@ using Tag = memory::format_tag;
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kEps = static_cast<float>(ref::kNormEps);
 
-/// A phase's catalog line as switches.
-struct PhasePlan {
-  bool fresh_buffers = true;   // 0-2: every op writes new storage, as an eager framework's ops
-  bool fused = false;          // 1+: affine + GELU in one binary, the policy in the head
-  bool bf16 = false;           // 2-5
-  bool batched = false;        // 4+: one call for all M realizations
-  bool channels_last = false;  // 5+: NHWC activations, weights in the convolution's own layout
-  ref::ModelOptions model;
+/// The optimizations in effect, as the switches the operator call is built from.
+struct RolloutPlan {
+  explicit RolloutPlan(const VariantContext& context)
+      : fresh_buffers(!sp::preallocates(context.plan)),
+        fused(context.has(sp::kCompileFusion)),
+        bf16(sp::computes_in_bf16(context.plan)),
+        batched(sp::batches_realizations(context.plan)),
+        channels_last(context.has(sp::kProfileGuided)),
+        model(sp::model_of(context.plan)) {}
 
-  static PhasePlan of(int phase) {
-    PhasePlan plan;
-    plan.fresh_buffers = phase < sp::kOperatorOpts;
-    plan.fused = phase >= sp::kCompileFusion;
-    plan.bf16 = sp::computes_in_bf16(phase);
-    plan.batched = sp::batches_realizations(phase);
-    plan.channels_last = phase >= sp::kProfileGuided;
-    plan.model = sp::model_of_phase(phase);
-    return plan;
-  }
+  // Until buffers are preallocated (operator_opts, exact_fast) every op writes new storage, as
+  // an eager framework's ops return new tensors.
+  bool fresh_buffers;
+  bool fused;  // compile_fusion: affine + GELU in one binary, the policy update in the head
+  // mixed_precision: bf16 convolution sources, weights and destinations (fp32 accumulation
+  // inside oneDNN), bf16 norms (their statistics are fp32 inside oneDNN) with fp32 gamma and
+  // beta, a bf16 head source with an fp32 destination: the state and the trajectory stay fp32.
+  // On plain NCHW the bf16 convolutions are gemm:jit at about the fp32 rate, so bf16 gains little
+  // by itself: it pays off with profile_guided's brgconv.
+  bool bf16;
+  bool batched;  // batching: one call for all M realizations (N = M everywhere)
+  // profile_guided: the convolutions dominate, and on plain NCHW oneDNN runs them as gemm:jit
+  // (im2col + sgemm) at 45-80 GFLOP/s fp32 and 40-100 bf16 (the 32->64 3x3 block at N=3:
+  // 4-6 ms); asked with format_tag::any it picks channels-last (NHWC) brgconv at 115 GFLOP/s
+  // fp32 and 236 bf16 (avx512_core_bf16 dot products: 1.9 ms). So activations are NHWC between
+  // all layers (named explicitly, as the norms take per-sample views of them) and the weights in
+  // the layout the primitive chose from format_tag::any (reordered once in setup); reorders only
+  // at the ends (state to bf16, state to the trajectory).
+  bool channels_last;
+  ref::ModelOptions model;  // operator_opts: GroupNorm(gcd(8, C)) and tanh-GELU (a model change)
+
   DataType activations() const { return bf16 ? DataType::bf16 : DataType::f32; }
   Tag layout() const { return channels_last ? Tag::nhwc : Tag::nchw; }
   algorithm gelu() const {
     return model.tanh_gelu ? algorithm::eltwise_gelu_tanh : algorithm::eltwise_gelu_erf;
   }
-};
-
-// ---- primitive descriptors oneDNN's backend helpers do not cover (2.x op descriptors vs 3.x) --
-
-dnnl::batch_normalization_forward::primitive_desc batch_norm_pd(const memory::desc& data,
-                                                                dnnl::normalization_flags flags) {
-#if DNNL_VERSION_MAJOR >= 3
-  return {engine(), dnnl::prop_kind::forward_inference, data, data, kEps, flags, user_scratchpad({})};
-#else
-  const dnnl::batch_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, data, kEps, flags);
-  return {desc, user_scratchpad({}), engine()};
-#endif
-}
-
-/// Normalizes each row of a 2-D `rows` over its last axis; no scale or shift.
-dnnl::layer_normalization_forward::primitive_desc row_norm_pd(const memory::desc& rows) {
-#if DNNL_VERSION_MAJOR >= 3
-  return {engine(), dnnl::prop_kind::forward_inference, rows, rows, kEps, dnnl::normalization_flags::none,
-          user_scratchpad({})};
-#else
-  const dnnl::layer_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, rows, kEps,
-                                                     dnnl::normalization_flags::none);
-  return {desc, user_scratchpad({}), engine()};
-#endif
-}
-
-/// A 1x1 convolution with bias (ob::convolution_pd has none).
-dnnl::convolution_forward::primitive_desc head_pd(const memory::desc& src, const memory::desc& weights,
-                                                  const memory::desc& bias, const memory::desc& dst,
-                                                  const dnnl::primitive_attr& attr) {
-  const memory::dims strides{1, 1}, pad{0, 0};
-#if DNNL_VERSION_MAJOR >= 3
-  return {engine(), dnnl::prop_kind::forward_inference, algorithm::convolution_direct, src, weights, bias, dst,
-          strides, pad, pad, user_scratchpad(attr)};
-#else
-  const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm::convolution_direct,
-                                             src, weights, bias, dst, strides, pad, pad);
-  return {desc, user_scratchpad(attr), engine()};
-#endif
-}
-
-dnnl::primitive_attr with_post_ops(const dnnl::post_ops& ops) {
-  dnnl::primitive_attr attr;
-  attr.set_post_ops(ops);
-  return attr;
-}
-
-// ---- memories -------------------------------------------------------------------------------
-
-/// A memory of `desc` over `base`'s storage, `offset_bytes` in (no copy).
-memory alias_of(const memory& base, const memory::desc& desc, size_t offset_bytes = 0) {
-  return memory(desc, engine(), static_cast<char*>(base.get_data_handle()) + offset_bytes);
-}
-
-/// A new fp32 engine memory of `desc` holding `values` (setup).
-memory upload(const memory::desc& desc, const std::vector<float>& values) {
-  memory array = allocate(desc);
-  write_floats(array, values);
-  return array;
-}
-
-/// What one op writes. Fresh: renew() gives it new storage before every write (counted as
-/// allocated; the old storage is freed), as an eager framework's ops return new tensors.
-/// Otherwise it lives over storage fixed in setup (its own or a ping-pong buffer). Primitives are
-/// bound to get() and to aliases(), whose handles follow a renewal.
-class Buffer {
- public:
-  Buffer(const memory::desc& desc, bool fresh) : desc_(desc), fresh_(fresh), storage_(allocate(desc)) {
-    bound_ = alias_of(storage_, desc);
-  }
-  Buffer(const memory::desc& desc, const memory& fixed_storage)
-      : desc_(desc), fresh_(false), storage_(fixed_storage) {
-    if (desc.get_size() > fixed_storage.get_desc().get_size()) throw std::logic_error("ping-pong buffer too small");
-    bound_ = alias_of(storage_, desc);
-  }
-
-  const memory& get() const { return bound_; }
-  /// A memory of `desc` `offset_bytes` into the current storage, kept there across renewals.
-  memory alias(const memory::desc& desc, size_t offset_bytes = 0) {
-    aliases_.push_back({alias_of(storage_, desc, offset_bytes), offset_bytes});
-    return aliases_.back().first;
-  }
-  void renew() {
-    if (!fresh_) return;
-    storage_ = allocate(desc_);
-    char* base = static_cast<char*>(storage_.get_data_handle());
-    bound_.set_data_handle(base);
-    for (auto& [array, offset] : aliases_) array.set_data_handle(base + offset);
-  }
-
- private:
-  memory::desc desc_;
-  bool fresh_;
-  memory storage_, bound_;
-  std::vector<std::pair<memory, size_t>> aliases_;
 };
 
 /// The operator's weights on the engine, fp32 in the reference's layouts (setup).
@@ -243,17 +108,9 @@ struct EngineWeights {
   }
 };
 
-/// `user` reordered into `desc` (the layout and type a primitive chose), in setup.
-memory converted(const memory& user, const memory::desc& desc) {
-  memory result = allocate(desc);
-  Execution(reorder_pd(user.get_desc(), desc), {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, result}})();
-  stream().wait();
-  return result;
-}
-
 /// `channels` fp32 values as the [1, C, 1, 1] operand of a per-channel binary op.
 memory per_channel(const memory& values, int channels) {
-  return alias_of(values, {{1, channels, 1, 1}, DataType::f32, Tag::nchw});
+  return view(values, {{1, channels, 1, 1}, DataType::f32, Tag::nchw});
 }
 
 /// The policy as x <- of_state x + of_output O.
@@ -271,7 +128,7 @@ PolicyMix policy_mix(ref::Policy policy) {
   throw std::invalid_argument("unknown policy");
 }
 
-// ---- GroupNorm statistics on channels-last data (phase 5's host kernel) ------------------------
+// ---- GroupNorm statistics on channels-last data (profile_guided's host kernel) -----------------
 
 float to_float(uint16_t bf16) {
   const uint32_t bits = uint32_t{bf16} << 16;
@@ -330,10 +187,10 @@ void group_statistics(const Element* data, int64_t samples, int64_t pixels, int 
 
 /// O_theta and the policy update for `batch` realizations, built in setup: operator()(in, out)
 /// reads the fp32 states [batch,3,H,W] at `in` and writes the updated ones at `out` (the same
-/// address in the fused phases, where the head updates the state in place).
+/// address with compile_fusion, where the head updates the state in place).
 class OperatorCall {
  public:
-  OperatorCall(const PhasePlan& plan, const EngineWeights& weights, const ref::Architecture& arch,
+  OperatorCall(const RolloutPlan& plan, const EngineWeights& weights, const ref::Architecture& arch,
                ref::Policy policy, int batch)
       : plan_(plan), weights_(weights), batch_(batch), height_(arch.height), width_(arch.width),
         policy_(policy_mix(policy)) {
@@ -341,7 +198,7 @@ class OperatorCall {
     state_in_ = memory(state, engine(), nullptr);  // bound to a state by operator()
     state_out_ = memory(state, engine(), nullptr);
     allocate_ping_pong();
-    memory source = input(state);
+    memory source = input();
     for (size_t i = 0; i < weights.out_channels.size(); ++i) source = block(static_cast<int>(i), source);
     head(source);
   }
@@ -349,7 +206,7 @@ class OperatorCall {
   void operator()(float* in, float* out) {
     state_in_.set_data_handle(in);
     state_out_.set_data_handle(out);
-    for (const auto& step : steps_) step();
+    program_();
   }
 
  private:
@@ -357,109 +214,123 @@ class OperatorCall {
     return {{batch_, channels, height_, width_}, type, plan_.layout()};
   }
 
-  // From phase 3 on, each block writes one of two buffers sized for the widest block.
+  // Preallocated buffers (operator_opts, exact_fast): each block writes one of two buffers sized
+  // for the widest block, the one its source is not in. The variant then allocates nothing in
+  // run(); bytes_alloc_per_iter still shows a few hundred bytes per primitive execution, which
+  // oneDNN 2.6 allocates inside execute itself (208 bytes for a 2-argument eltwise, measured
+  // with a counting operator new).
   void allocate_ping_pong() {
     if (plan_.fresh_buffers) return;
     const int widest = *std::max_element(weights_.out_channels.begin(), weights_.out_channels.end());
     for (memory& buffer : ping_pong_) buffer = allocate(activation_desc(widest, plan_.activations()));
   }
 
-  Buffer& new_buffer(const memory::desc& desc) { return buffers_.emplace_back(desc, plan_.fresh_buffers); }
+  RenewableMemory& new_buffer(const memory::desc& desc) { return buffers_.emplace_back(desc); }
 
-  void add(Execution execution) { steps_.emplace_back([execution = std::move(execution)] { execution(); }); }
-  void renew_before_write(Buffer& buffer) {
-    if (plan_.fresh_buffers) steps_.emplace_back([&buffer] { buffer.renew(); });
+  void renew_before_write(RenewableMemory& buffer) {
+    if (plan_.fresh_buffers) program_.host_step([&buffer] { buffer.renew(); });
   }
 
-  // The state as the first convolution's source: itself in fp32, a bf16 copy otherwise.
-  memory input(const memory::desc& state) {
+  // The state as the first convolution's source: itself in fp32; with bf16, a bf16 copy (one
+  // reorder per call).
+  memory input() {
     if (!plan_.bf16) return state_in_;
-    Buffer& copy = new_buffer(activation_desc(ref::kFieldChannels, DataType::bf16));
+    RenewableMemory& copy = new_buffer(activation_desc(ref::kFieldChannels, DataType::bf16));
     renew_before_write(copy);
-    add(Execution(reorder_pd(state, copy.get().get_desc()), {{DNNL_ARG_FROM, state_in_}, {DNNL_ARG_TO, copy.get()}}));
+    program_.add(onednn_backend::copy(state_in_, copy.get()));
     return copy.get();
   }
 
-  // ConvBlock i: convolution, then the norm and GELU as the phase does them. Returns the output.
+  // ConvBlock i: convolution, then the norm and GELU as the plan does them. Returns the output.
   memory block(int i, const memory& source) {
     const int channels = weights_.out_channels[i], in = weights_.in_channels[i], k = weights_.kernel;
     const memory::desc out_desc = activation_desc(channels, plan_.activations());
-    Buffer& out = plan_.fresh_buffers ? new_buffer(out_desc) : buffers_.emplace_back(out_desc, ping_pong_[i % 2]);
+    RenewableMemory& out =
+        plan_.fresh_buffers ? new_buffer(out_desc) : buffers_.emplace_back(out_desc, ping_pong_[i % 2]);
     const memory::desc weights_desc({channels, in, k, k}, plan_.activations(),
                                     plan_.channels_last ? Tag::any : Tag::oihw);
     const auto pd = convolution_pd(source.get_desc(), weights_desc, out_desc, k / 2);
     const memory conv_weights = converted(weights_.conv[i], pd.weights_desc());
     renew_before_write(out);
-    add(Execution(pd, {{DNNL_ARG_SRC, source}, {DNNL_ARG_WEIGHTS, conv_weights}, {DNNL_ARG_DST, out.get()}}));
+    program_.add(Execution(pd, {{DNNL_ARG_SRC, source}, {DNNL_ARG_WEIGHTS, conv_weights}, {DNNL_ARG_DST, out.get()}}));
     if (!plan_.fused) return eager_norm_gelu(i, out);
     if (!plan_.channels_last) return row_norm_affine_gelu(i, out);
     return sample_norms_then_gelu(i, out);
   }
 
-  // Phase 0: InstanceNorm as batch norm of the one sample, then GELU, each into a fresh buffer.
-  memory eager_norm_gelu(int i, Buffer& conv_out) {
+  // The unoptimized port: InstanceNorm as batch normalization of the one sample with scale and
+  // shift (how PyTorch computes it), then GELU, each into a fresh buffer.
+  memory eager_norm_gelu(int i, RenewableMemory& conv_out) {
     const memory::desc desc = conv_out.get().get_desc();
-    Buffer& normed = new_buffer(desc);
-    Buffer& activated = new_buffer(desc);
+    RenewableMemory& normed = new_buffer(desc);
+    RenewableMemory& activated = new_buffer(desc);
     const auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
     renew_before_write(normed);
-    add(Execution(batch_norm_pd(desc, flags), {{DNNL_ARG_SRC, conv_out.get()},
-                                              {DNNL_ARG_DST, normed.get()},
-                                              {DNNL_ARG_SCALE, weights_.gamma[i]},
-                                              {DNNL_ARG_SHIFT, weights_.beta[i]}}));
+    program_.add(Execution(batch_norm_pd(desc, kEps, flags), {{DNNL_ARG_SRC, conv_out.get()},
+                                                              {DNNL_ARG_DST, normed.get()},
+                                                              {DNNL_ARG_SCALE, weights_.gamma[i]},
+                                                              {DNNL_ARG_SHIFT, weights_.beta[i]}}));
     renew_before_write(activated);
-    add(Execution(eltwise_pd(plan_.gelu(), desc), {{DNNL_ARG_SRC, normed.get()}, {DNNL_ARG_DST, activated.get()}}));
+    program_.add(eltwise(plan_.gelu(), normed.get(), activated.get()));
     return activated.get();
   }
 
-  // Phases 1-4 (plain NCHW): layer norm over the rows [N G, (C/G) H W] in place, then
-  // x * gamma + beta and GELU as one binary primitive with post-ops, in place.
-  memory row_norm_affine_gelu(int i, Buffer& out) {
+  // compile_fusion on plain NCHW: what oneDNN lets fuse. Batch and layer normalization take no
+  // post-ops in 2.6 (primitive creation fails), and a convolution's post-ops run before the
+  // statistics exist, so the norm cannot join the convolution. Instead the statistics and
+  // normalization are one layer normalization over the rows [N G, (C/G) H W] of the
+  // convolution's output (in place, no affine), and the affine map and GELU are ONE binary
+  // primitive with post-ops, in place. Part of the gain is the layer-norm kernel itself: ncsp
+  // batch norm takes 0.53 ms on a 64-channel sample where layer norm takes 0.1 ms on three.
+  memory row_norm_affine_gelu(int i, RenewableMemory& out) {
     const int channels = weights_.out_channels[i];
     const int groups = ref::norm_groups(channels, plan_.model);
     const memory::desc rows_desc({int64_t{batch_} * groups, int64_t{channels / groups} * height_ * width_},
                                  plan_.activations(), Tag::ab);
-    const memory rows = out.alias(rows_desc);
-    add(Execution(row_norm_pd(rows_desc), {{DNNL_ARG_SRC, rows}, {DNNL_ARG_DST, rows}}));
+    const memory rows = out.view(rows_desc);
+    program_.add(Execution(row_norm_pd(rows_desc, kEps), {{DNNL_ARG_SRC, rows}, {DNNL_ARG_DST, rows}}));
     add_affine_gelu(i, out.get());
     return out.get();
   }
 
+  // x * gamma, + beta and GELU as one binary primitive, in place.
   void add_affine_gelu(int i, const memory& data) {
     const int channels = weights_.out_channels[i];
     const memory gamma = per_channel(weights_.gamma[i], channels), beta = per_channel(weights_.beta[i], channels);
-    dnnl::post_ops ops;
-    ops.append_binary(algorithm::binary_add, beta.get_desc());
-    append_eltwise(ops, plan_.gelu(), 0.0f, 0.0f);
-    const auto pd = binary_pd(algorithm::binary_mul, data.get_desc(), gamma.get_desc(), data.get_desc(),
-                              with_post_ops(ops));
-    add(Execution(pd, {{DNNL_ARG_SRC_0, data},
-                       {DNNL_ARG_SRC_1, gamma},
-                       {DNNL_ARG_DST, data},
-                       {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, beta}}));
+    program_.add(binary(algorithm::binary_mul, data, gamma, data,
+                        PostOps().binary(algorithm::binary_add, beta).eltwise(plan_.gelu())));
   }
 
-  // Phases 5-6 (NHWC): a host kernel computes every group's statistics (InstanceNorm: a group
-  // per channel); per sample, batch norm applies them as global statistics with scale and shift,
-  // in place; then GELU over the batch, in place.
-  memory sample_norms_then_gelu(int i, Buffer& out) {
+  // profile_guided (NHWC): layer norm needs plain rows, and channels-last GroupNorm has no
+  // primitive: batch norm over an NCHW view [H W, G, C/G, 1] of a sample runs in ncsp_bnorm at
+  // 3 ms per 64-channel sample in bf16. So a host kernel (OpenMP, one read pass) computes every
+  // group's mean and variance (InstanceNorm: a group per channel, statistics summed in double),
+  // and the NHWC batch norm jit (bnorm_jit:avx512_core_bf16, 0.18 ms per 64-channel sample)
+  // applies them per sample as global statistics with scale and shift, in place; then GELU over
+  // the batch, in place. Batch norm computing its own statistics (its jit joins its threads
+  // between passes) stalls on a loaded machine: here (load 9-10 on 2 cores, --threads 2,
+  // OMP_WAIT_POLICY=passive) exact_fast built on it took 3.9 s a rollout, built on the host
+  // kernel's statistics 0.31 s (profile_guided: 0.20 s), so exact_fast takes them from the host
+  // kernel too.
+  memory sample_norms_then_gelu(int i, RenewableMemory& out) {
     const int channels = weights_.out_channels[i];
     add_group_statistics(out.get(), channels, ref::norm_groups(channels, plan_.model));
     const auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift |
                        dnnl::normalization_flags::use_global_stats;
     const memory::desc sample({1, channels, height_, width_}, plan_.activations(), Tag::nhwc);
     const memory::desc stats({channels}, DataType::f32, Tag::a);
-    const auto pd = batch_norm_pd(sample, flags);
+    const auto pd = batch_norm_pd(sample, kEps, flags);
+    const int64_t sample_size = int64_t{channels} * height_ * width_;
     for (int n = 0; n < batch_; ++n) {
-      const memory data = out.alias(sample, n * sample.get_size());
-      add(Execution(pd, {{DNNL_ARG_SRC, data},
-                         {DNNL_ARG_DST, data},
-                         {DNNL_ARG_SCALE, weights_.gamma[i]},
-                         {DNNL_ARG_SHIFT, weights_.beta[i]},
-                         {DNNL_ARG_MEAN, alias_of(group_mean_.back(), stats, n * stats.get_size())},
-                         {DNNL_ARG_VARIANCE, alias_of(group_variance_.back(), stats, n * stats.get_size())}}));
+      const memory data = out.view(sample, n * sample_size);
+      program_.add(Execution(pd, {{DNNL_ARG_SRC, data},
+                                  {DNNL_ARG_DST, data},
+                                  {DNNL_ARG_SCALE, weights_.gamma[i]},
+                                  {DNNL_ARG_SHIFT, weights_.beta[i]},
+                                  {DNNL_ARG_MEAN, view(group_mean_.back(), stats, int64_t{n} * channels)},
+                                  {DNNL_ARG_VARIANCE, view(group_variance_.back(), stats, int64_t{n} * channels)}}));
     }
-    add(Execution(eltwise_pd(plan_.gelu(), out.get().get_desc()), {{DNNL_ARG_SRC, out.get()}, {DNNL_ARG_DST, out.get()}}));
+    program_.add(eltwise(plan_.gelu(), out.get(), out.get()));
     return out.get();
   }
 
@@ -473,80 +344,79 @@ class OperatorCall {
     std::vector<double>* partial = &partial_sums_.back();
     const int64_t pixels = int64_t{height_} * width_, samples = batch_;
     const bool bf16 = plan_.bf16;
-    steps_.emplace_back([=] {
-      run_host_kernel([&] {
-        if (bf16)
-          group_statistics(static_cast<const uint16_t*>(data.get_data_handle()), samples, pixels, channels, groups,
-                           *partial, mean, variance);
-        else
-          group_statistics(static_cast<const float*>(data.get_data_handle()), samples, pixels, channels, groups,
-                           *partial, mean, variance);
-      });
+    program_.kernel([=] {
+      if (bf16)
+        group_statistics(static_cast<const uint16_t*>(data.get_data_handle()), samples, pixels, channels, groups,
+                         *partial, mean, variance);
+      else
+        group_statistics(static_cast<const float*>(data.get_data_handle()), samples, pixels, channels, groups,
+                         *partial, mean, variance);
     });
   }
 
-  // The 1x1 head with bias and the policy update.
+  // The 1x1 head with bias and the policy update. With compile_fusion the update is fused into
+  // the head: post-ops sum(a_x / a_o) then linear(a_o) on a destination that holds the state x,
+  // so the head writes x <- a_x x + a_o O in place (gemm:jit takes the sum only first: [linear,
+  // sum] falls to ref:any, 170 ms per call). The state is copied into the trajectory once per
+  // step.
   void head(const memory& source) {
     const int channels = weights_.out_channels.back();
     const memory::desc weights_desc({ref::kFieldChannels, channels, 1, 1}, plan_.activations(),
                                     plan_.channels_last ? Tag::any : Tag::oihw);
     if (!plan_.fused) return eager_head_and_policy(source, weights_desc);
-    // dst holds the state x: sum(a_x / a_o) gives O + (a_x / a_o) x, linear(a_o) scales it.
-    dnnl::post_ops ops;
-    if (policy_.of_state != 0) ops.append_sum(policy_.of_state / policy_.of_output);
-    if (policy_.of_output != 1) append_eltwise(ops, algorithm::eltwise_linear, policy_.of_output, 0.0f);
-    const auto pd = head_pd(source.get_desc(), weights_desc, weights_.head_bias.get_desc(), state_out_.get_desc(),
-                            with_post_ops(ops));
-    add(Execution(pd, {{DNNL_ARG_SRC, source},
-                       {DNNL_ARG_WEIGHTS, converted(weights_.head_weight, pd.weights_desc())},
-                       {DNNL_ARG_BIAS, weights_.head_bias},
-                       {DNNL_ARG_DST, state_out_}}));
+    PostOps post;
+    if (policy_.of_state != 0) post.sum(policy_.of_state / policy_.of_output);
+    if (policy_.of_output != 1) post.eltwise(algorithm::eltwise_linear, policy_.of_output, 0.0f);
+    const auto pd = convolution_pd(source.get_desc(), weights_desc, weights_.head_bias.get_desc(),
+                                   state_out_.get_desc(), 0, post.attr());
+    program_.add(Execution(pd, {{DNNL_ARG_SRC, source},
+                                {DNNL_ARG_WEIGHTS, converted(weights_.head_weight, pd.weights_desc())},
+                                {DNNL_ARG_BIAS, weights_.head_bias},
+                                {DNNL_ARG_DST, state_out_}}));
   }
 
-  // Phase 0: O into a fresh buffer, the policy's scalings and sum as separate ops into fresh
-  // buffers, the new state copied into the trajectory.
+  // The unoptimized port: O into a fresh buffer, the policy's scalings and sum as separate ops
+  // into fresh buffers, the new state copied into the trajectory.
   void eager_head_and_policy(const memory& source, const memory::desc& weights_desc) {
     const memory::desc field = state_out_.get_desc();
-    Buffer& output = new_buffer(field);
-    const auto pd = head_pd(source.get_desc(), weights_desc, weights_.head_bias.get_desc(), field, {});
+    RenewableMemory& output = new_buffer(field);
+    const auto pd = convolution_pd(source.get_desc(), weights_desc, weights_.head_bias.get_desc(), field, 0);
     renew_before_write(output);
-    add(Execution(pd, {{DNNL_ARG_SRC, source},
-                       {DNNL_ARG_WEIGHTS, converted(weights_.head_weight, pd.weights_desc())},
-                       {DNNL_ARG_BIAS, weights_.head_bias},
-                       {DNNL_ARG_DST, output.get()}}));
+    program_.add(Execution(pd, {{DNNL_ARG_SRC, source},
+                                {DNNL_ARG_WEIGHTS, converted(weights_.head_weight, pd.weights_desc())},
+                                {DNNL_ARG_BIAS, weights_.head_bias},
+                                {DNNL_ARG_DST, output.get()}}));
     const memory scaled_output = scaled(output.get(), policy_.of_output);
     memory next = scaled_output;
     if (policy_.of_state != 0) {
-      Buffer& sum = new_buffer(field);
+      RenewableMemory& sum = new_buffer(field);
       const memory scaled_state = scaled(state_in_, policy_.of_state);
       renew_before_write(sum);
-      add(Execution(binary_pd(algorithm::binary_add, field, field, field),
-                    {{DNNL_ARG_SRC_0, scaled_state}, {DNNL_ARG_SRC_1, scaled_output}, {DNNL_ARG_DST, sum.get()}}));
+      program_.add(binary(algorithm::binary_add, scaled_state, scaled_output, sum.get()));
       next = sum.get();
     }
-    add(Execution(reorder_pd(field, field), {{DNNL_ARG_FROM, next}, {DNNL_ARG_TO, state_out_}}));
+    program_.add(copy(next, state_out_));
   }
 
   /// factor * x into a fresh buffer, or x itself when factor is 1.
   memory scaled(const memory& x, float factor) {
     if (factor == 1) return x;
-    Buffer& result = new_buffer(x.get_desc());
+    RenewableMemory& result = new_buffer(x.get_desc());
     renew_before_write(result);
-    add(Execution(eltwise_pd(algorithm::eltwise_linear, x.get_desc(), factor, 0.0f),
-                  {{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, result.get()}}));
+    program_.add(eltwise(algorithm::eltwise_linear, x, result.get(), factor, 0.0f));
     return result.get();
   }
 
-  PhasePlan plan_;
+  RolloutPlan plan_;
   const EngineWeights& weights_;
   int batch_, height_, width_;
   PolicyMix policy_;
   memory state_in_, state_out_;
   memory ping_pong_[2];
-  std::deque<Buffer> buffers_;  // stable addresses: steps hold references
+  std::deque<RenewableMemory> buffers_;  // stable addresses: the program holds references
   std::vector<memory> group_mean_, group_variance_;
   std::deque<std::vector<double>> partial_sums_;
-  std::vector<std::function<void()>> steps_;
+  Program program_;
 };
 
 // ---- the variant --------------------------------------------------------------------------------
@@ -561,11 +431,11 @@ class CnnRolloutOnednn final : public Variant {
   explicit CnnRolloutOnednn(const VariantContext& context)
       : arch_(sp::architecture(context.size)),
         policy_(sp::policy_of(*context.workload)),
-        plan_(PhasePlan::of(context.phase)),
+        plan_(context),
         device_(context.device) {}
 
   std::optional<CannotRun> support() const override {
-    if (device_ != "cpu") return CannotRun{CannotRun::Kind::Unsupported, "the oneDNN variants use the CPU engine only"};
+    if (auto reason = cannot_run_on(device_)) return reason;
     if (plan_.bf16 && !cpu_has_bf16_dot_products()) {
       std::ostringstream reason;
       reason << "bf16 convolutions need avx512_core_bf16; oneDNN reports ISA 0x" << std::hex
@@ -592,7 +462,7 @@ class CnnRolloutOnednn final : public Variant {
   void poison_outputs() override { fill_floats(trajectory_, kNaN); }
 
   void run() override {
-    for (const Execution& copy : start_) copy();
+    start_();
     if (plan_.fused) publish(0);
     const int batch = plan_.batched ? arch_.realizations : 1;
     for (int t = 1; t < arch_.steps; ++t) {
@@ -608,11 +478,9 @@ class CnnRolloutOnednn final : public Variant {
   }
 
   ArrayMap outputs() override {
-    const std::vector<float> values = read_floats_to_host(trajectory_);
     ArrayMap out;
-    out[sp::kTrajectory] = HostArray::from_floats(
-        {arch_.steps, arch_.realizations, ref::kFieldChannels, arch_.height, arch_.width}, values.data(),
-        static_cast<int64_t>(values.size()));
+    out[sp::kTrajectory] =
+        download(trajectory_, {arch_.steps, arch_.realizations, ref::kFieldChannels, arch_.height, arch_.width});
     return out;
   }
 
@@ -622,14 +490,12 @@ class CnnRolloutOnednn final : public Variant {
   }
   float* state_at(int m) const { return host_floats(state_) + m * arch_.field_size(); }
 
-  // x0 into every realization's state (fused phases) or row 0 of the trajectory (eager).
+  // x0 into every realization's state (with compile_fusion) or row 0 of the trajectory.
   void build_start() {
     const memory::desc sample({1, ref::kFieldChannels, arch_.height, arch_.width}, DataType::f32,
                               plan_.fused ? plan_.layout() : Tag::nchw);
-    for (int m = 0; m < arch_.realizations; ++m) {
-      const memory target(sample, engine(), plan_.fused ? state_at(m) : trajectory_at(0, m));
-      start_.emplace_back(reorder_pd(x0_.get_desc(), sample), Args{{DNNL_ARG_FROM, x0_}, {DNNL_ARG_TO, target}});
-    }
+    for (int m = 0; m < arch_.realizations; ++m)
+      start_.add(copy(x0_, memory(sample, engine(), plan_.fused ? state_at(m) : trajectory_at(0, m))));
   }
 
   // The states, in their layout, into one row of the trajectory.
@@ -637,7 +503,7 @@ class CnnRolloutOnednn final : public Variant {
     const memory::desc row({arch_.realizations, ref::kFieldChannels, arch_.height, arch_.width}, DataType::f32,
                            Tag::nchw);
     trajectory_row_ = memory(row, engine(), trajectory_at(0, 0));
-    publish_.emplace(reorder_pd(state_.get_desc(), row), Args{{DNNL_ARG_FROM, state_}, {DNNL_ARG_TO, trajectory_row_}});
+    publish_.emplace(copy(state_, trajectory_row_));
   }
 
   void publish(int t) {
@@ -647,12 +513,12 @@ class CnnRolloutOnednn final : public Variant {
 
   ref::Architecture arch_;
   ref::Policy policy_;
-  PhasePlan plan_;
+  RolloutPlan plan_;
   std::string device_;
   memory x0_, trajectory_, state_, trajectory_row_;
   std::unique_ptr<EngineWeights> weights_;
   std::unique_ptr<OperatorCall> call_;
-  std::vector<Execution> start_;
+  Program start_;
   std::optional<Execution> publish_;
 };
 

@@ -3,6 +3,7 @@
 
 #include <limits>
 
+#include "phasebench/backend.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/spinlock/cnn_rollout.hpp"
 
@@ -45,7 +46,7 @@ VariantFactory factory() {
   return [](const VariantContext& context) { return std::make_unique<CnnRolloutReference>(context); };
 }
 
-const sp::RolloutRegistration registration{"reference", {sp::kEager}, factory()};
+const sp::RolloutRegistration registration{kReferenceBackend, {kSerialRung}, factory()};
 
 }  // namespace
 }  // namespace pb::reference_backend

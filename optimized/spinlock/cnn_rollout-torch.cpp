@@ -1,60 +1,12 @@
 // spinlock/cnn_rollout_<policy> on LibTorch, devices cpu and cuda: Spinlock's CNN operator rolled
-// out T-1 steps over M realizations. Math: reference/spinlock/cnn_rollout.hpp. Phase catalog and
-// error budgets: suites/spinlock/cnn_rollout.cpp.
+// out T-1 steps over M realizations, every run from x0. Math: reference/spinlock/cnn_rollout.hpp;
+// catalog and error budgets: suites/spinlock/cnn_rollout.cpp; docs/spinlock.md.
 //
 //   ConvBlock = conv k x k (no bias) -> InstanceNorm (affine) -> GELU;  O = head 1x1 (blocks(x))
 //   x_{t+1} = policy(x_t, O(x_t)), trajectory [T, M, 3, H, W] with row 0 = x0 repeated
 //
-// The ladder (each rung = the previous + one thing; every run starts again from x0):
-//   0 eager            the original module: conv2d, instance_norm, gelu, head conv2d and the
-//                      policy's arithmetic op by op, every op into a fresh tensor, one
-//                      realization per operator call, the trajectory itself allocated per run.
-//   1 compile_fusion   as fused as eager ATen allows (no torch.compile in C++, and Debian's CPU
-//                      LibTorch 1.13 has no NNC/LLVM fuser for TorchScript to use): the norm and
-//                      its affine map are ONE kernel (group_norm with C groups is InstanceNorm; the
-//                      instance_norm composite dispatches repeat + batch_norm + views), GELU runs
-//                      in place on the norm's output, and the policy is folded into the head: its
-//                      weight and bias are pre-scaled by the policy's coefficient of O, so the
-//                      update is one add_out (x * coefficient + head) that writes the trajectory
-//                      row. Conv -> norm cannot be fused in ATen (no conv+norm kernel). Counted at
-//                      the default size (convex, 1 thread): 888 -> 753 top-level ops and 452 ->
-//                      350 MB allocated per rollout (instance_norm is one top-level op, but it repeats
-//                      gamma/beta and normalizes a reshaped copy through batch_norm).
-//   2 mixed_precision  convolution weights and inputs in bf16 (CPU: oneDNN bf16 convolutions with
-//                      fp32 accumulation on AVX512_BF16); norm + GELU in fp32 between them (the
-//                      conv output cast up, the GELU output cast down for the next conv), so the
-//                      statistics are fp32. 1.13's CPU group_norm on bf16 would need bf16
-//                      gamma/beta (fp32 ones throw), runs 15x slower than fp32 (1.77 vs 0.12 ms
-//                      on [1,64,64,64]) and adds 4.7e-3 error. The state x, the policy update and
-//                      the trajectory stay fp32.
-//   3 operator_opts    + GroupNorm(gcd(8, C)) and tanh-GELU (the approximate model; in 1.13 the
-//                      tanh form is the SLOWER one: 0.70 vs 0.20 ms for erf on [1,64,64,64]), and buffers
-//                      kept from setup(): the trajectory, the bf16 input copy, GELU in place and
-//                      the head + policy written straight into the trajectory row. conv2d and
-//                      group_norm have no real out= on the CPU in 1.13 (their .out overloads are
-//                      generated wrappers that allocate the result and copy it), so each block
-//                      still allocates its conv output and its norm output (and oneDNN's NCHW
-//                      reorders allocate through ATen too): 419 -> 416 MB per default rollout.
-//   4 batching         + all M realizations in one operator call (batch M instead of a loop).
-//   5 profile_guided   + channels_last (NHWC) activations and weights. What the profile showed (perf
-//                      and CPU time of the default rollout, batch 3, one thread): in NCHW every
-//                      oneDNN convolution reorders its input to a blocked layout and its output
-//                      back, which costs bf16 most (NCHW 307 ms vs NHWC 85 ms of CPU per rollout;
-//                      fp32 190 vs 170 ms); in NHWC oneDNN convolves the tensors as they are. Two
-//                      1.13 pitfalls on the way: gelu_ on a channels_last tensor leaves its
-//                      vectorized path (Sleef erf took 28-40% of the rollout), so GELU runs on the
-//                      same memory viewed as the contiguous NHWC tensor it is; and group_norm on
-//                      channels_last bf16 is WRONG (rel. L2 error 0.4; phase 2's fp32 norm avoids
-//                      it, fp32 channels_last is right). The
-//                      state x stays NCHW (it is the trajectory row) and is copied once per step
-//                      into the NHWC input buffer. Not a variant's to fix: with 2 threads on this
-//                      oversubscribed machine libgomp's spin-wait took 93% of the cycles
-//                      (OMP_WAIT_POLICY=passive took phase 6 from a 4.1 s to a 0.19 s median; it is
-//                      read when the process starts).
-//   6 exact_fast       beyond the seed: every exact rung in fp32 with the exact model: the fused
-//                      norm (group_norm with C groups) and erf GELU in place, the folded policy,
-//                      preallocated buffers, batch M and channels_last (fp32 group_norm is right
-//                      on channels_last; GELU on the NHWC view as in phase 5).
+// How each optimization is done in LibTorch 1.13, and what counting and profiling showed, is
+// written where the code does it (RolloutPlan and the functions it steers).
 
 #include <c10/core/InferenceMode.h>
 
@@ -71,23 +23,45 @@ namespace {
 namespace sp = pb::suites::spinlock;
 namespace ref = pb::reference::spinlock;
 
-/// What a phase does, decided once from the phase index.
-struct PhasePlan {
-  bool eager = false;          // phase 0: the original op by op
-  bool bf16 = false;           // compute dtype bf16 (the trajectory stays fp32)
-  ref::ModelOptions model;     // GroupNorm(8) / tanh-GELU in phases 3-5
-  bool preallocated = false;   // buffers from setup() (phases >= 3)
-  bool batched = false;        // one operator call over all M realizations
-  bool channels_last = false;  // NHWC activations and weights (phases 5, 6)
-  bool norm_in_fp32 = false;   // bf16 convolutions, fp32 norm + GELU (phases 2-5, see fused_blocks)
+/// The plan's optimizations as this file does them, read once.
+struct RolloutPlan {
+  // Without compile_fusion: the original module, conv2d, instance_norm, gelu, head conv2d and the
+  // policy's arithmetic op by op, every op into a fresh tensor.
+  bool eager = false;
+  // mixed_precision: convolution weights and inputs in bf16 (CPU: oneDNN bf16 convolutions with
+  // fp32 accumulation on AVX512_BF16); the state x, the policy update and the trajectory stay fp32.
+  bool bf16 = false;
+  // operator_opts: GroupNorm(gcd(8, C)) and tanh-GELU, the approximate model (in 1.13 the tanh form
+  // is the SLOWER one: 0.70 vs 0.20 ms for erf on [1,64,64,64]).
+  ref::ModelOptions model;
+  // operator_opts, kept by exact_fast: the trajectory and the operator's input kept from setup(),
+  // GELU in place, the head + policy written straight into the trajectory row. conv2d and
+  // group_norm have no real out= on the CPU in 1.13 (their .out overloads are generated wrappers
+  // that allocate the result and copy it), so each block still allocates its conv output and its
+  // norm output (and oneDNN's NCHW reorders allocate through ATen too): 419 -> 416 MB per default
+  // rollout.
+  bool preallocated = false;
+  // batching: all M realizations in one operator call instead of a loop.
+  bool batched = false;
+  // profile_guided (kept by exact_fast): channels_last (NHWC) activations and weights. The profile
+  // (perf and CPU time of the default rollout, batch 3, one thread): in NCHW every oneDNN
+  // convolution reorders its input to a blocked layout and its output back, which costs bf16 most
+  // (NCHW 307 ms vs NHWC 85 ms of CPU per rollout; fp32 190 vs 170 ms); in NHWC oneDNN convolves
+  // the tensors as they are. The state x stays NCHW (it is the trajectory row) and is copied once
+  // per step into the NHWC input buffer. Not a variant's to fix: with 2 threads on an
+  // oversubscribed machine libgomp's spin-wait took 93% of the cycles (OMP_WAIT_POLICY=passive
+  // took exact_fast from a 4.1 s to a 0.19 s median; it is read when the process starts).
+  bool channels_last = false;
+  // With bf16: the convolutions in bf16, norm + GELU in fp32 between them (see fused_blocks).
+  bool norm_in_fp32 = false;
 
-  explicit PhasePlan(int phase)
-      : eager(phase == sp::kEager),
-        bf16(sp::computes_in_bf16(phase)),
-        model(sp::model_of_phase(phase)),
-        preallocated(phase >= sp::kOperatorOpts),
-        batched(sp::batches_realizations(phase)),
-        channels_last(phase >= sp::kProfileGuided),
+  explicit RolloutPlan(const PhasePlan& plan)
+      : eager(!plan.has(sp::kCompileFusion)),
+        bf16(sp::computes_in_bf16(plan)),
+        model(sp::model_of(plan)),
+        preallocated(sp::preallocates(plan)),
+        batched(sp::batches_realizations(plan)),
+        channels_last(plan.has(sp::kProfileGuided)),
         norm_in_fp32(bf16) {}
 
   torch::ScalarType dtype() const { return bf16 ? torch::kBFloat16 : torch::kFloat32; }
@@ -120,7 +94,7 @@ struct ConvBlock {
 class CnnRolloutTorch final : public Variant {
  public:
   explicit CnnRolloutTorch(const VariantContext& context)
-      : plan_(context.phase),
+      : plan_(context.plan),
         device_name_(context.device),
         arch_(sp::architecture(context.size)),
         policy_(sp::policy_of(*context.workload)) {}
@@ -147,7 +121,7 @@ class CnnRolloutTorch final : public Variant {
 
   void run() override {
     c10::InferenceMode inference;
-    // The original allocates its trajectory per rollout; from phase 3 it is kept from setup().
+    // The original allocates its trajectory per rollout; operator_opts keeps it from setup().
     if (!plan_.preallocated) trajectory_ = torch::empty(trajectory_shape(), trajectory_.options());
     trajectory_.select(0, 0).copy_(x0_);  // broadcast over the M realizations
     for (int64_t t = 1; t < arch_.steps; ++t) {
@@ -182,7 +156,7 @@ class CnnRolloutTorch final : public Variant {
     head_weight_ = tensor(sp::kHeadWeight, plan_.dtype()).view({ref::kFieldChannels, channels.back(), 1, 1});
     head_bias_ = tensor(sp::kHeadBias, plan_.dtype());
     if (plan_.eager) return;
-    // Phase 1's policy fusion: the head computes o_weight * O directly.
+    // compile_fusion folds the policy into the head: it computes o_weight * O directly.
     const PolicyWeights policy = weights_of(policy_);
     head_weight_ = (head_weight_ * policy.o_weight).contiguous(plan_.memory_format());
     head_bias_ = head_bias_ * policy.o_weight;
@@ -203,7 +177,7 @@ class CnnRolloutTorch final : public Variant {
     torch::add_out(next, head, x, policy.x_weight);  // head already carries o_weight
   }
 
-  // ---- phase 0 ------------------------------------------------------------------------------
+  // ---- without compile_fusion: the original module --------------------------------------------
 
   torch::Tensor eager_operator(const torch::Tensor& x) const {
     torch::Tensor h = x;
@@ -225,17 +199,28 @@ class CnnRolloutTorch final : public Variant {
     return o;
   }
 
-  // ---- phases 1-6 ---------------------------------------------------------------------------
+  // ---- compile_fusion and after ---------------------------------------------------------------
+  // As fused as eager ATen allows (no torch.compile in C++, and Debian's CPU LibTorch 1.13 has no
+  // NNC/LLVM fuser for TorchScript to use): the norm and its affine map are ONE kernel (group_norm
+  // with C groups is InstanceNorm; the instance_norm composite dispatches repeat + batch_norm +
+  // views), GELU runs in place on the norm's output, and the policy is folded into the head (its
+  // weight and bias pre-scaled by the policy's coefficient of O), so the update is one add_out
+  // (x * coefficient + head) that writes the trajectory row. Conv -> norm cannot be fused in ATen
+  // (no conv+norm kernel). Counted at the default size (convex, 1 thread): 888 -> 753 top-level ops
+  // and 452 -> 350 MB allocated per rollout (instance_norm is one top-level op, but it repeats
+  // gamma/beta and normalizes a reshaped copy through batch_norm).
 
-  /// The operator's input in the compute dtype and layout: a fresh cast before phase 3, then a
-  /// copy into the buffer kept from setup().
+  /// The operator's input in the compute dtype and layout: a fresh cast, or (preallocated) a copy
+  /// into the buffer kept from setup().
   torch::Tensor operator_input(const torch::Tensor& x) {
     if (plan_.preallocated) return input_.copy_(x);
     return plan_.bf16 ? x.to(torch::kBFloat16) : x;
   }
 
-  /// The conv blocks. The bf16 phases convolve in bf16 but normalize in fp32: fp32 statistics, and
-  /// 1.13's bf16 group_norm is 15x slower on NCHW and wrong on channels_last (rel. L2 error 0.4).
+  /// The conv blocks. Under mixed_precision they convolve in bf16 but normalize in fp32: fp32
+  /// statistics, and 1.13's CPU group_norm on bf16 would need bf16 gamma/beta (fp32 ones throw),
+  /// runs 15x slower than fp32 on NCHW (1.77 vs 0.12 ms on [1,64,64,64]), adds 4.7e-3 error, and
+  /// is wrong on channels_last (rel. L2 error 0.4; fp32 channels_last is right).
   torch::Tensor fused_blocks(const torch::Tensor& x) {
     torch::Tensor h = operator_input(x);
     for (const ConvBlock& block : blocks_) {
@@ -256,15 +241,15 @@ class CnnRolloutTorch final : public Variant {
     torch::gelu_(elements, plan_.gelu_form());
   }
 
-  PhasePlan plan_;
+  RolloutPlan plan_;
   std::string device_name_;
   ref::Architecture arch_;
   ref::Policy policy_;
   std::vector<ConvBlock> blocks_;
-  torch::Tensor head_weight_, head_bias_;  // [3, c, 1, 1], [3]; from phase 1 scaled by o_weight
+  torch::Tensor head_weight_, head_bias_;  // [3, c, 1, 1], [3]; scaled by o_weight unless eager
   torch::Tensor x0_;                       // [3, H, W] fp32
   torch::Tensor trajectory_;               // [T, M, 3, H, W] fp32
-  torch::Tensor input_;                    // phases >= 3: [B, 3, H, W] in the compute dtype and layout
+  torch::Tensor input_;                    // preallocated: [B, 3, H, W] in the compute dtype and layout
 };
 
 VariantFactory factory() {

@@ -1,15 +1,11 @@
-// trainer2/lior_step on CUDA: the phase ladder as kernel launches on the default stream.
-// Math: reference/trainer2/lior_step.hpp. Per-thread bodies: lior_step-cuda.cuh (tested on the
-// host by tests/cuda/lior_step_cuda_bodies_test.cpp); this file has only the __global__ wrappers,
-// launch shapes and the ladder.
-//
-//   phase 0 baseline         speed kernel -> s_tmp, dlior kernel (R * s_tmp), speed kernel again
-//                            -> s for the metrics; three one-block reductions, each followed by a
-//                            one-float device-to-host copy: 6 launches, 3 host syncs
-//   phase 1 batched_metrics  as 0, but one reduction kernel writes the three means to a device
-//                            float[3], read with one copy: 4 launches, 1 host sync
-//   phase 3 fused_lior_spd   as 1, but one fused kernel writes s and dlior (s computed once):
-//                            2 launches, 1 host sync
+// trainer2/lior_step on CUDA: kernel launches on the default stream. Math:
+// reference/trainer2/lior_step.hpp. Per-thread bodies: lior_step-cuda.cuh (tested on the host by
+// tests/cuda/lior_step_cuda_bodies_test.cpp); this file has only the __global__ wrappers, launch
+// shapes and the variant. As the original, s is computed twice (a speed kernel for lior_step, a
+// dlior kernel, a speed kernel again for the metrics) and each mean is reduced by its own
+// one-block kernel and read back with its own copy (3 host syncs); batched_metrics reduces the
+// three means in one kernel into a device float[3] read with one copy (1 host sync);
+// fused_lior_spd writes s and dlior from one kernel.
 //
 // Without a usable device (always on the build machines) support() reports SKIPPED with the
 // runtime's error text, and nothing here touches the device.
@@ -21,11 +17,13 @@
 #include "backends/cuda/cuda_backend.hpp"
 #include "optimized/trainer2/lior_step-cuda.cuh"
 #include "phasebench/variant.hpp"
+#include "suites/trainer2/phases.hpp"
 
 namespace pb::cuda_backend {
 namespace {
 
 namespace body = lior_step;
+namespace t2 = pb::suites::trainer2;
 using body::MetricSums;
 
 __device__ int64_t global_row() {
@@ -63,7 +61,7 @@ __device__ Sum block_sum(Sum* partials, Sum partial) {
   return partials[0];
 }
 
-// Phase 0: one mean per launch.
+// Without batched_metrics: one mean per launch.
 __global__ void __launch_bounds__(body::kReductionThreads)
     mean_kernel(const float* x, int64_t rows, float* mean) {
   __shared__ float partials[body::kReductionThreads];
@@ -73,7 +71,7 @@ __global__ void __launch_bounds__(body::kReductionThreads)
   if (thread == 0) *mean = body::mean_of(sum, rows);
 }
 
-// Phases 1 and 3: the three means in one launch, into means[3].
+// batched_metrics: the three means in one launch, into means[3].
 __global__ void __launch_bounds__(body::kReductionThreads)
     metric_means_kernel(const float* dlior, const float* R, const float* s, int64_t rows,
                         float* means) {
@@ -84,23 +82,18 @@ __global__ void __launch_bounds__(body::kReductionThreads)
   if (thread == 0) body::write_metric_means(sums, rows, means);
 }
 
-// ---- the ladder --------------------------------------------------------------------------------
+// ---- the variant -------------------------------------------------------------------------------
 
 constexpr LaunchShape kReductionShape{1, body::kReductionThreads};
 
 class LiorStepCuda final : public Variant {
  public:
-  explicit LiorStepCuda(const VariantContext& context) : context_(context) {}
+  explicit LiorStepCuda(const VariantContext& context)
+      : context_(context),
+        fused_lior_(context.has(t2::kFusedLiorSpd)),
+        batched_metrics_(context.has(t2::kBatchedMetrics)) {}
 
-  std::optional<CannotRun> support() const override {
-    if (context_.device != "cuda") {
-      return CannotRun{CannotRun::Kind::Unsupported,
-                       "the cuda backend runs on device \"cuda\" only"};
-    }
-    if (!device_available())
-      return CannotRun{CannotRun::Kind::Skipped, device_unavailable_reason()};
-    return std::nullopt;
-  }
+  std::optional<CannotRun> support() const override { return variant_support(context_); }
 
   void setup(const ArrayMap& inputs) override {
     const HostArray& v = require(inputs, "v");
@@ -110,7 +103,7 @@ class LiorStepCuda final : public Variant {
     g_ = upload(require(inputs, "g"));
     s_ = DeviceBuffer<float>(rows_);
     dlior_ = DeviceBuffer<float>(rows_);
-    if (context_.phase < 3) s_tmp_ = DeviceBuffer<float>(rows_);
+    if (!fused_lior_) s_tmp_ = DeviceBuffer<float>(rows_);
     device_means_ = DeviceBuffer<float>(3);
   }
 
@@ -122,7 +115,7 @@ class LiorStepCuda final : public Variant {
   }
 
   void run() override {
-    if (context_.phase >= 3) {
+    if (fused_lior_) {
       launch(fused_lior_kernel, rows_shape(), "fused_lior_kernel", v_.data(), R_.data(), g_.data(),
              rows_, s_.data(), dlior_.data());
     } else {
@@ -133,7 +126,7 @@ class LiorStepCuda final : public Variant {
              dlior_.data());
       launch(speed_kernel, rows_shape(), "speed_kernel", v_.data(), g_.data(), rows_, s_.data());
     }
-    if (context_.phase >= 1) {
+    if (batched_metrics_) {
       read_means_batched();
     } else {
       read_means_one_by_one();
@@ -161,7 +154,7 @@ class LiorStepCuda final : public Variant {
 
   LaunchShape rows_shape() const { return one_thread_per_row(rows_); }
 
-  // Phase 0: each mean reduced and read back on its own, as three .item() calls would.
+  // Without batched_metrics: each mean reduced and read back on its own, as three .item() calls would.
   void read_means_one_by_one() {
     const float* sources[3] = {dlior_.data(), R_.data(), s_.data()};
     for (int k = 0; k < 3; ++k) {
@@ -171,7 +164,7 @@ class LiorStepCuda final : public Variant {
     }
   }
 
-  // Phases 1 and 3: the three means gathered on the device, one transfer.
+  // batched_metrics: the three means gathered on the device, one transfer.
   void read_means_batched() {
     launch(metric_means_kernel, kReductionShape, "metric_means_kernel", dlior_.data(), R_.data(),
            s_.data(), rows_, device_means_.data());
@@ -179,18 +172,18 @@ class LiorStepCuda final : public Variant {
   }
 
   VariantContext context_;
+  bool fused_lior_, batched_metrics_;
   int64_t rows_ = 0;
   DeviceBuffer<float> v_, R_, g_;     // inputs
   DeviceBuffer<float> s_, dlior_;     // outputs
-  DeviceBuffer<float> s_tmp_;         // phases 0 and 1: lior_step's own s, before the recompute
+  DeviceBuffer<float> s_tmp_;         // without fused_lior_spd: lior_step's s, before the recompute
   DeviceBuffer<float> device_means_;  // {mean_dlior, mean_R, mean_s} on the device
   std::array<float, 3> means_{};      // the same, read back
 };
 
 const VariantRegistration registration{
-    "trainer2/lior_step", "cuda", {0, 1, 3}, [](const VariantContext& context) {
-      return std::make_unique<LiorStepCuda>(context);
-    }};
+    "trainer2/lior_step", "cuda", {t2::kBaseline, t2::kBatchedMetrics, t2::kFusedLiorSpd},
+    [](const VariantContext& context) { return std::make_unique<LiorStepCuda>(context); }};
 
 }  // namespace
 }  // namespace pb::cuda_backend

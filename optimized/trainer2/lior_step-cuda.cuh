@@ -6,9 +6,9 @@
 // Each function is what one GPU thread does for its index; the .cu file only wraps them in
 // __global__ kernels and picks the launch shape. They compile as plain C++ too, so
 // tests/cuda/lior_step_cuda_bodies_test.cpp runs them on the host over the whole index space,
-// in the same order a kernel does, and compares with reference/trainer2/lior_step.hpp.
-
-#include <math.h>
+// in the same order a kernel does, and compares with reference/trainer2/lior_step.hpp. The
+// per-row speed itself (quadratic_form, clamped_speed) is the reference's PB_HOST_DEVICE code,
+// instantiated for float.
 
 #include <cstdint>
 
@@ -17,21 +17,19 @@
 
 namespace pb::cuda_backend::lior_step {
 
-constexpr int kDim = pb::reference::trainer2::kCoordinateDim;  // n = 8 coordinates per row
-constexpr float kEps = static_cast<float>(pb::reference::trainer2::kLiorEps);
+namespace ref = pb::reference::trainer2;
+
+constexpr int kDim = ref::kCoordinateDim;  // n = 8 coordinates per row
 
 // Threads of a reduction block: a power of two (the tree halves it), and one block does the
 // whole sum, so the summation order is fixed from run to run (no atomics, no second pass; the
 // largest size has ~49k rows, a few hundred per thread).
 constexpr int kReductionThreads = 256;
 
-/// s for one row: the metric's quadratic form, clamped at zero (max(0, NaN) is 0, as in the
-/// reference), plus eps, square root. sqrtf is correctly rounded in CUDA unless fast math is on.
+/// s for one row of v: ref::clamped_speed(ref::quadratic_form(...)), as reference lior_step
+/// computes it (std::sqrt of a float is sqrtf, correctly rounded in CUDA unless fast math is on).
 PB_HOST_DEVICE inline float lior_speed(const float* v, const float* g, int64_t row) {
-  const float* coordinates = v + row * kDim;
-  float quadratic_form = 0.f;
-  for (int i = 0; i < kDim; ++i) quadratic_form += g[i] * coordinates[i] * coordinates[i];
-  return sqrtf((quadratic_form > 0.f ? quadratic_form : 0.f) + kEps);
+  return ref::clamped_speed(ref::quadratic_form(g, v + row * kDim));
 }
 
 // ---- elementwise kernels: one thread per row --------------------------------------------------
@@ -41,12 +39,12 @@ PB_HOST_DEVICE inline void speed_row(int64_t row, const float* v, const float* g
   s[row] = lior_speed(v, g, row);
 }
 
-/// The dlior kernel of the unfused phases: dlior[row] from an s computed by speed_row.
+/// The dlior kernel without fused_lior_spd: dlior[row] from an s computed by speed_row.
 PB_HOST_DEVICE inline void dlior_row(int64_t row, const float* R, const float* s, float* dlior) {
   dlior[row] = R[row] * s[row];
 }
 
-/// The fused kernel (phase 3): s computed once, written with dlior.
+/// The fused kernel (fused_lior_spd): s computed once, written with dlior.
 PB_HOST_DEVICE inline void fused_lior_row(int64_t row, const float* v, const float* R,
                                           const float* g, float* s, float* dlior) {
   const float speed = lior_speed(v, g, row);
@@ -57,7 +55,7 @@ PB_HOST_DEVICE inline void fused_lior_row(int64_t row, const float* v, const flo
 // ---- reductions: one block of kReductionThreads; each thread sums a strided slice, then the ---
 // ---- block adds the partial sums pairwise (tree_step with half = threads/2, ..., 1) -----------
 
-/// The three sums of the metrics, reduced together in phases 1 and 3. An aggregate without
+/// The three sums of the metrics, reduced together with batched_metrics. An aggregate without
 /// constructors, so the kernel can hold an array of them in shared memory.
 struct MetricSums {
   float dlior;

@@ -6,6 +6,7 @@
 
 #include <limits>
 
+#include "phasebench/backend.hpp"
 #include "phasebench/variant.hpp"
 
 namespace pb::reference_backend {
@@ -47,7 +48,7 @@ class LiorStepReference final : public Variant {
 };
 
 const VariantRegistration registration{
-    "trainer2/lior_step", "reference", {0},
+    "trainer2/lior_step", kReferenceBackend, {kSerialRung},
     [](const VariantContext&) { return std::make_unique<LiorStepReference>(); }};
 
 }  // namespace

@@ -1,49 +1,27 @@
-// trainer2/lior_step on LibTorch, devices cpu and cuda.
-// Math: reference/trainer2/lior_step.hpp. Phase catalog: suites/trainer2/lior_step.cpp.
+// trainer2/lior_step on LibTorch, devices cpu and cuda: the engine's LIoR step
+// (trainer2_engine-torch.hpp) and its three means read by the host: with a .item() each as the
+// original, or (batched_metrics) gathered on the device and read with one transfer.
+// Math: reference/trainer2/lior_step.hpp; catalog: suites/trainer2/lior_step.cpp.
 //
 //   s = sqrt(max(0, sum_i g[i] v[m,i]^2) + eps);  dlior = R * s;  three means read by the host
-//
-// The ladder, each phase one change on the previous:
-//   0 baseline         as the original: dlior = lior_step(R, v, g) computes s inside, then
-//                      s = quad_form(v, g) again for the metrics, then each mean read with its
-//                      own .item() (3 host syncs).
-//   1 batched_metrics  the three means stacked on the device and read with one transfer
-//                      (1 host sync); s still computed twice.
-//   3 fused_lior_spd   one function returns (dlior, s): s is computed once.
 
-#include <cmath>
 #include <limits>
-#include <tuple>
 
-#include "backends/torch/torch_backend.hpp"
-#include "reference/trainer2/lior_step.hpp"
+#include "optimized/trainer2/trainer2_engine-torch.hpp"
+#include "suites/trainer2/phases.hpp"
 
 namespace {
 
 namespace tb = pb::torch_backend;
-using pb::reference::trainer2::kLiorEps;
-
-/// s = sqrt(max(0, sum_i g_i v_i^2) + eps), one value per row of v.
-torch::Tensor quad_form(const torch::Tensor& v, const torch::Tensor& g) {
-  return (g * v * v).sum(1).clamp_min(0.0).add(kLiorEps).sqrt();
-}
-
-/// The original step: dlior = R * s, with s computed internally and not returned.
-torch::Tensor lior_step(const torch::Tensor& R, const torch::Tensor& v, const torch::Tensor& g) {
-  return R * quad_form(v, g);
-}
-
-/// Phase 3's step: returns (dlior, s) so the caller need not recompute s.
-std::tuple<torch::Tensor, torch::Tensor> lior_step_with_speed(const torch::Tensor& R,
-                                                              const torch::Tensor& v,
-                                                              const torch::Tensor& g) {
-  torch::Tensor s = quad_form(v, g);
-  return {R * s, s};
-}
+namespace t2tb = pb::torch_backend::trainer2;
+namespace t2 = pb::suites::trainer2;
 
 class LiorStepTorch final : public pb::Variant {
  public:
-  explicit LiorStepTorch(const pb::VariantContext& ctx) : phase_(ctx.phase), device_(ctx.device) {}
+  explicit LiorStepTorch(const pb::VariantContext& context)
+      : device_(context.device),
+        batched_metrics_(context.has(t2::kBatchedMetrics)),
+        fused_lior_spd_(context.has(t2::kFusedLiorSpd)) {}
 
   std::optional<pb::CannotRun> support() const override { return tb::cannot_run_on(device_); }
 
@@ -64,12 +42,15 @@ class LiorStepTorch final : public pb::Variant {
   }
 
   void run() override {
-    if (phase_ == 0) {
-      run_baseline();
-    } else if (phase_ == 1) {
-      run_batched_metrics();
-    } else {
-      run_fused();
+    const t2tb::LiorStep step = t2tb::lior_step(R_, v_, g_, fused_lior_spd_);
+    dlior_ = step.dlior;
+    s_ = step.s;
+    if (batched_metrics_) {
+      read_means();
+    } else {  // three reads, three host syncs
+      mean_dlior_ = dlior_.mean().item<float>();
+      mean_R_ = R_.mean().item<float>();
+      mean_s_ = s_.mean().item<float>();
     }
   }
 
@@ -82,46 +63,27 @@ class LiorStepTorch final : public pb::Variant {
   }
 
  private:
-  void run_baseline() {
-    dlior_ = lior_step(R_, v_, g_);
-    s_ = quad_form(v_, g_);  // the metrics recompute s: lior_step does not return it
-    mean_dlior_ = dlior_.mean().item<float>();
-    mean_R_ = R_.mean().item<float>();
-    mean_s_ = s_.mean().item<float>();
-  }
-
-  void run_batched_metrics() {
-    dlior_ = lior_step(R_, v_, g_);
-    s_ = quad_form(v_, g_);
-    read_means();
-  }
-
-  void run_fused() {
-    std::tie(dlior_, s_) = lior_step_with_speed(R_, v_, g_);
-    read_means();
-  }
-
   /// The three means gathered on the device and brought to the host in one transfer.
   void read_means() {
-    const torch::Tensor means =
-        tb::read_to_host(torch::stack({dlior_.mean(), R_.mean(), s_.mean()}));
+    const torch::Tensor means = tb::read_to_host(torch::stack({dlior_.mean(), R_.mean(), s_.mean()}));
     const float* host = means.data_ptr<float>();
     mean_dlior_ = host[0];
     mean_R_ = host[1];
     mean_s_ = host[2];
   }
 
-  int phase_;
   std::string device_;
+  bool batched_metrics_, fused_lior_spd_;
   torch::Tensor v_, R_, g_;  // inputs: [M, 8], [M], [8]
   torch::Tensor s_, dlior_;  // outputs: [M] each
   float mean_dlior_ = 0, mean_R_ = 0, mean_s_ = 0;  // what the host read
 };
 
-std::unique_ptr<pb::Variant> make(const pb::VariantContext& ctx) {
-  return std::make_unique<LiorStepTorch>(ctx);
+std::unique_ptr<pb::Variant> make(const pb::VariantContext& context) {
+  return std::make_unique<LiorStepTorch>(context);
 }
 
-const pb::VariantRegistration registration{"trainer2/lior_step", "torch", {0, 1, 3}, make};
+const pb::VariantRegistration registration{"trainer2/lior_step", "torch",
+                                           {t2::kBaseline, t2::kBatchedMetrics, t2::kFusedLiorSpd}, make};
 
 }  // namespace

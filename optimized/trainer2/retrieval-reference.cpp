@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "phasebench/backend.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/trainer2/window_io.hpp"
 
@@ -40,7 +41,7 @@ class RetrievalReference final : public Variant {
   std::vector<float> q_, cand_coord_, cand_state_, g_, R_, act_, weights_;
 };
 
-const VariantRegistration registration{"trainer2/retrieval", "reference", {0},
+const VariantRegistration registration{"trainer2/retrieval", kReferenceBackend, {kSerialRung},
                                        [](const VariantContext&) { return std::make_unique<RetrievalReference>(); }};
 
 }  // namespace

@@ -1,19 +1,16 @@
-// trainer2/rotor_update on CUDA: the rotor part of the manual update alone. Every run starts with
-// a device copy of the input θ.
-//   phase 0 baseline          the original's loop: for each of the 6 learnt pairs, i, j, u_i, u_j
-//                             read back to the host one at a time (24 host syncs), one launch
-//                             per pair, then one launch that wraps θ
-//   phase 2 vectorized_rotor  one launch of 8 threads: gathered indices, update, wrap; no reads
-// The ladder: RotorUpdateLadder in trainer2-cuda-ladders.hpp; the bodies: trainer2-cuda.cuh (run
-// on the host by tests/cuda/trainer2_cuda_ladders_test.cpp). SKIPPED without a device.
+// trainer2/rotor_update on CUDA: the rotor part of the manual update alone, from a device copy
+// of the input θ every run: the original's loop (i, j, u_i, u_j of each learnt pair read back to
+// the host, one launch per pair, then the wrap) or, with vectorized_rotor, one launch and no
+// host read. The ladder: RotorUpdateLadder in trainer2_engine_ladders-cuda.hpp; the bodies:
+// trainer2_engine-cuda.cuh (run on the host by tests/cuda/trainer2_cuda_ladders_test.cpp).
+// SKIPPED without a device.
 
-#include "optimized/trainer2/trainer2-cuda-variant.cuh"
+#include "optimized/trainer2/trainer2_engine_variant-cuda.cuh"
 
 namespace pb::cuda_backend {
 namespace {
 
-const VariantRegistration registration{"trainer2/rotor_update", "cuda", {0, 2},
-                                       trainer2::make_ladder_variant<trainer2::RotorUpdateLadder>};
+const trainer2::LadderRegistration<trainer2::RotorUpdateLadder> registration{"trainer2/rotor_update"};
 
 }  // namespace
 }  // namespace pb::cuda_backend

@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "phasebench/backend.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/trainer2/window_io.hpp"
 
@@ -32,7 +33,7 @@ class RotorUpdateReference final : public Variant {
   float lior_diff_ = 0;
 };
 
-const VariantRegistration registration{"trainer2/rotor_update", "reference", {0},
+const VariantRegistration registration{"trainer2/rotor_update", kReferenceBackend, {kSerialRung},
                                        [](const VariantContext&) { return std::make_unique<RotorUpdateReference>(); }};
 
 }  // namespace

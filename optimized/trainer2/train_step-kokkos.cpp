@@ -1,31 +1,25 @@
 // trainer2/train_step on Kokkos (default execution space): the two-phase contrastive step from the
-// inputs every run. Math: reference/trainer2/trainer2.hpp train_step; phase catalog:
-// suites/trainer2/phases.hpp; the windows: trainer2_window-kokkos.hpp (WindowRunner, whose
-// phases are window-kokkos.cpp's ladder).
+// inputs every run. Math: reference/trainer2/trainer2.hpp train_step; the windows and the rotor
+// update as the plan asks: trainer2_engine_window-kokkos.hpp (WindowRunner, one per window) and
+// trainer2_engine-kokkos.hpp (RotorUpdate).
 //
 // A run: reset the state to the inputs (field F0, P = 0, bank, g, θ), snapshot it (field, bank,
 // θ), free window, copy out the free field, nudge = 0.1 (target − q), restore the snapshot,
 // nudged window, then Δ = lior_nudged − lior_free and the manual update of g, the rotor update of
 // θ and the memory ring write at bank_pointer. Δ is 0 in exact arithmetic (the nudge reaches
-// only the retrieval query); it is computed anyway, as in the original.
-//
-// The ladder is the window's (each window with its own WindowRunner), plus:
-//   0, 1  the rotor update as the original loop: for each of the 6 learnt pairs the host reads
-//         i, j, u_i, u_j one at a time (24 host syncs per step) and launches a one-element update.
-//   2 vectorized_rotor  one kernel over the angle slots, no host reads.
-//   6 inplace           the snapshot buffers are allocated in setup too (nothing in run()).
-//  11 temporal_blocking the fused windows start from the inputs where they lie: both windows
-//                       read F0 (the state every run starts from, so the snapshot and its restore
-//                       are the inputs themselves: no copies) and write their final field into
-//                       their own buffers (no copy of the free field). Host syncs per step: 2
-//                       (one progress log per window).
+// only the retrieval query); it is computed anyway, as in the original. With inplace the
+// snapshot buffers are allocated in setup too. With temporal_blocking the blocked windows start
+// from the inputs where they lie: both read F0 (the state every run starts from, so the
+// snapshot and its restore are the inputs themselves: no copies) and write their final field
+// into their own buffers (no copy of the free field).
 
 #include <algorithm>
 #include <limits>
 #include <memory>
 
-#include "optimized/trainer2/trainer2_window-kokkos.hpp"
+#include "optimized/trainer2/trainer2_engine_window-kokkos.hpp"
 #include "phasebench/variant.hpp"
+#include "suites/trainer2/phases.hpp"
 #include "suites/trainer2/window_io.hpp"
 
 namespace pb::kokkos_backend {
@@ -99,25 +93,34 @@ void memory_write(const k2::ConstMat& q, const k2::ConstMat& q_state, const k2::
 struct Snapshot {
   k2::Vec F, P, theta;
   k2::Mat bank_coord, bank_state;
+
+  /// Every View of `from` copied into this one's (asynchronous device copies: no host wait).
+  void copy_from(const Snapshot& from) const {
+    const ExecSpace exec;
+    Kokkos::deep_copy(exec, F, from.F);
+    Kokkos::deep_copy(exec, P, from.P);
+    Kokkos::deep_copy(exec, theta, from.theta);
+    Kokkos::deep_copy(exec, bank_coord, from.bank_coord);
+    Kokkos::deep_copy(exec, bank_state, from.bank_state);
+  }
 };
 
 class TrainStepKokkos final : public Variant {
  public:
-  explicit TrainStepKokkos(int phase) : phase_(phase), plan_(phase) {}
-
-  std::optional<CannotRun> support() const override { return k2::kokkos_window_phase_support(phase_); }
+  explicit TrainStepKokkos(const VariantContext& context)
+      : plan_(context), vectorized_rotor_(context.has(t2::kVectorizedRotor)) {}
 
   void setup(const ArrayMap& in) override {
     dims_ = t2::window_dims_of(in);
     const int64_t B = dims_.batch, C = dims_.bank_rows, d = dims_.state_dim, n = k2::kDim;
     const int64_t N = dims_.field_size();
-    O_ = k2::to_device<k2::Cube>("O", require(in, "O"), B, dims_.tokens, d);
-    target_ = k2::to_device<k2::Mat>("target", require(in, "target"), B, n);
-    F0_ = k2::to_device<k2::Vec>("F0", require(in, "F0"), N);
-    bank_coord_in_ = k2::to_device<k2::Mat>("bank_coord_in", require(in, "bank_coord"), C, n);
-    bank_state_in_ = k2::to_device<k2::Mat>("bank_state_in", require(in, "bank_state"), C, d);
-    g_in_ = k2::to_device<k2::Vec>("g_in", require(in, "g"), n);
-    theta_in_ = k2::to_device<k2::Vec>("theta_in", require(in, "theta"), k2::kSlots);
+    O_ = to_device<k2::Cube>("O", require(in, "O"), B, dims_.tokens, d);
+    target_ = to_device<k2::Mat>("target", require(in, "target"), B, n);
+    F0_ = to_device<k2::Vec>("F0", require(in, "F0"), N);
+    bank_coord_in_ = to_device<k2::Mat>("bank_coord_in", require(in, "bank_coord"), C, n);
+    bank_state_in_ = to_device<k2::Mat>("bank_state_in", require(in, "bank_state"), C, d);
+    g_in_ = to_device<k2::Vec>("g_in", require(in, "g"), n);
+    theta_in_ = to_device<k2::Vec>("theta_in", require(in, "theta"), k2::kSlots);
     pointer_in_ = static_cast<int64_t>(require(in, "bank_pointer").values.at(0));
 
     bank_coord_ = k2::Mat("bank_coord", C, n);
@@ -128,31 +131,26 @@ class TrainStepKokkos final : public Variant {
     lior_diff_ = k2::Cell("lior_diff");
     u_ = k2::Vec("u", n);
     free_field_ = {k2::Vec("free_F", N), k2::Vec("free_P", N), F0_};
-    if (plan_.fused_window) {
+    if (plan_.temporal_blocking) {
       nudged_field_ = {k2::Vec("nudged_F", N), k2::Vec("nudged_P", N), F0_};
     } else {
-      F_eq_ = k2::Vec("F_eq", N);
-      nudged_field_ = {k2::Vec("F", N), k2::Vec("P", N), F_eq_};  // the trainer's field, advanced in place
+      nudged_field_ = {k2::Vec("F", N), k2::Vec("P", N), k2::Vec("F_eq", N)};  // the trainer's field, advanced in place
       if (plan_.preallocated) kept_snapshot_ = allocate_snapshot();
     }
-    if (phase_ < 2) {
-      pairs_ = k2::rotor_pair_indices();
-      index_cell_ = k2::HostIndexCell("pair_index");
-      value_cell_ = k2::HostCell("u_value");
-    }
+    rotor_update_ = k2::RotorUpdate(vectorized_rotor_);
     free_.allocate(dims_);
     nudged_.allocate(dims_);
-    free_runner_ = std::make_unique<k2::WindowRunner>(dims_, phase_);
-    nudged_runner_ = std::make_unique<k2::WindowRunner>(dims_, phase_);
+    free_runner_ = std::make_unique<k2::WindowRunner>(dims_, plan_);
+    nudged_runner_ = std::make_unique<k2::WindowRunner>(dims_, plan_);
   }
 
   void poison_outputs() override {
     free_.poison();
     nudged_.poison();
     for (const k2::Vec& view : {free_field_.F, free_field_.P, nudged_field_.F, nudged_field_.P, g_, theta_})
-      k2::fill_nan(view);
-    k2::fill_nan(bank_coord_);
-    k2::fill_nan(bank_state_);
+      fill_nan(view);
+    fill_nan(bank_coord_);
+    fill_nan(bank_state_);
     pointer_ = -1;  // never a valid ring position
     Kokkos::fence();
   }
@@ -160,10 +158,10 @@ class TrainStepKokkos final : public Variant {
   void run() override {
     reset_state();
     const k2::WindowInputsDevice in{O_, bank_coord_, bank_state_, g_, theta_};
-    if (plan_.fused_window) {
-      free_runner_->run_from_rest(in, k2::ConstMat(), F0_, F0_, free_field_, free_);
+    if (plan_.temporal_blocking) {
+      free_runner_->run_from_start(in, k2::ConstMat(), F0_, free_field_, free_);
       nudge_toward(target_, free_.q, nudge_);
-      nudged_runner_->run_from_rest(in, nudge_, F0_, F0_, nudged_field_, nudged_);
+      nudged_runner_->run_from_start(in, nudge_, F0_, nudged_field_, nudged_);
     } else {
       const Snapshot snapshot = take_snapshot();
       const k2::FieldState& field = nudged_field_;
@@ -176,11 +174,7 @@ class TrainStepKokkos final : public Variant {
       nudged_runner_->run(in, nudge_, field, nudged_);
     }
     metric_update(free_.scalars, nudged_.scalars, free_.vbar, theta_, g_, lior_diff_, u_);
-    if (phase_ < 2) {
-      k2::rotor_update_per_pair(pairs_, u_, lior_diff_, theta_, index_cell_, value_cell_);
-    } else {
-      k2::rotor_update_vectorized(u_, lior_diff_, theta_);
-    }
+    rotor_update_(u_, lior_diff_, theta_);
     memory_write(free_.q, free_.q_state, bank_coord_, bank_state_, pointer_in_);
     pointer_ = (pointer_in_ + std::min(dims_.bank_rows, dims_.batch)) % dims_.bank_rows;
   }
@@ -190,10 +184,10 @@ class TrainStepKokkos final : public Variant {
     free_.add_outputs(out, "free_", dims_, free_field_);
     nudged_.add_outputs(out, "nudged_", dims_, nudged_field_);
     ref::TrainState<float> state;
-    state.g = k2::to_floats(g_);
-    state.theta = k2::to_floats(theta_);
-    state.bank_coord = k2::to_floats(bank_coord_);
-    state.bank_state = k2::to_floats(bank_state_);
+    state.g = to_host_vector(g_);
+    state.theta = to_host_vector(theta_);
+    state.bank_coord = to_host_vector(bank_coord_);
+    state.bank_state = to_host_vector(bank_state_);
     state.bank_pointer = pointer_;
     t2::add_train_state_outputs(out, dims_, state, ElementType::Float32);
     return out;
@@ -207,43 +201,32 @@ class TrainStepKokkos final : public Variant {
     Kokkos::deep_copy(exec, bank_state_, bank_state_in_);
     Kokkos::deep_copy(exec, g_, g_in_);
     Kokkos::deep_copy(exec, theta_, theta_in_);
-    if (plan_.fused_window) return;  // the fused windows read F0 where it lies
-    Kokkos::deep_copy(exec, nudged_field_.F, F0_);
-    k2::set_zero(nudged_field_.P);
-    Kokkos::deep_copy(exec, F_eq_, F0_);
+    if (plan_.temporal_blocking) return;  // the blocked windows read F0 where it lies
+    nudged_field_.start_from(F0_);
   }
 
   Snapshot allocate_snapshot() const {
     const int64_t N = dims_.field_size();
-    return {k2::uninitialized<k2::Vec>("snap_F", N), k2::uninitialized<k2::Vec>("snap_P", N),
-            k2::uninitialized<k2::Vec>("snap_theta", k2::kSlots),
-            k2::uninitialized<k2::Mat>("snap_bank_coord", dims_.bank_rows, k2::kDim),
-            k2::uninitialized<k2::Mat>("snap_bank_state", dims_.bank_rows, dims_.state_dim)};
+    return {uninitialized<k2::Vec>("snap_F", N), uninitialized<k2::Vec>("snap_P", N),
+            uninitialized<k2::Vec>("snap_theta", k2::kSlots),
+            uninitialized<k2::Mat>("snap_bank_coord", dims_.bank_rows, k2::kDim),
+            uninitialized<k2::Mat>("snap_bank_state", dims_.bank_rows, dims_.state_dim)};
   }
 
-  // Clones of the field, the memory and θ (fresh before phase 6, as .clone() allocates).
+  // Clones of the field, the memory and θ (fresh without inplace, as .clone() allocates).
   Snapshot take_snapshot() const {
     const Snapshot snapshot = plan_.preallocated ? kept_snapshot_ : allocate_snapshot();
-    const ExecSpace exec;
-    Kokkos::deep_copy(exec, snapshot.F, nudged_field_.F);
-    Kokkos::deep_copy(exec, snapshot.P, nudged_field_.P);
-    Kokkos::deep_copy(exec, snapshot.theta, theta_);
-    Kokkos::deep_copy(exec, snapshot.bank_coord, bank_coord_);
-    Kokkos::deep_copy(exec, snapshot.bank_state, bank_state_);
+    snapshot.copy_from(trainer_state());
     return snapshot;
   }
 
-  void restore(const Snapshot& snapshot) const {
-    const ExecSpace exec;
-    Kokkos::deep_copy(exec, nudged_field_.F, snapshot.F);
-    Kokkos::deep_copy(exec, nudged_field_.P, snapshot.P);
-    Kokkos::deep_copy(exec, theta_, snapshot.theta);
-    Kokkos::deep_copy(exec, bank_coord_, snapshot.bank_coord);
-    Kokkos::deep_copy(exec, bank_state_, snapshot.bank_state);
-  }
+  void restore(const Snapshot& snapshot) const { trainer_state().copy_from(snapshot); }
 
-  int phase_;
+  // The live state the snapshot saves: the trainer's field, θ and the memory.
+  Snapshot trainer_state() const { return {nudged_field_.F, nudged_field_.P, theta_, bank_coord_, bank_state_}; }
+
   k2::WindowPlan plan_;
+  bool vectorized_rotor_;
   ref::WindowDims dims_{};
   // inputs
   k2::Cube O_;
@@ -252,26 +235,25 @@ class TrainStepKokkos final : public Variant {
   int64_t pointer_in_ = 0;
   // the trainer's state (outputs g, theta, bank_*, bank_pointer)
   k2::Mat bank_coord_, bank_state_;
-  k2::Vec g_, theta_, F_eq_;
+  k2::Vec g_, theta_;
   int64_t pointer_ = 0;
-  k2::FieldState free_field_, nudged_field_;  // before phase 11 nudged_field_ is the trainer's field
+  k2::FieldState free_field_, nudged_field_;  // without temporal_blocking nudged_field_ is the trainer's field
   Snapshot kept_snapshot_;
   // the manual update
   k2::Mat nudge_;
   k2::Cell lior_diff_;
   k2::Vec u_;
-  k2::IndexVec pairs_;
-  k2::HostIndexCell index_cell_;
-  k2::HostCell value_cell_;
+  k2::RotorUpdate rotor_update_;
   // the windows
   k2::WindowResultDevice free_, nudged_;
   std::unique_ptr<k2::WindowRunner> free_runner_, nudged_runner_;
 };
 
 const VariantRegistration registration{
-    "trainer2/train_step", "kokkos", {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11}, [](const VariantContext& context) {
-      return std::make_unique<TrainStepKokkos>(context.phase);
-    }};
+    "trainer2/train_step", "kokkos",
+    {t2::kBaseline, t2::kBatchedMetrics, t2::kVectorizedRotor, t2::kFusedLiorSpd, t2::kJitFusion, t2::kInPlace,
+     t2::kHoistedRetrievalBatch, t2::kLastStepAct, t2::kTemporalBlocking},
+    [](const VariantContext& context) { return std::make_unique<TrainStepKokkos>(context); }};
 
 }  // namespace
 }  // namespace pb::kokkos_backend

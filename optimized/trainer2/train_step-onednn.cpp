@@ -1,9 +1,8 @@
-// trainer2/train_step on oneDNN: the two-phase contrastive step on the CPU engine.
-// Reference: reference/trainer2/trainer2.hpp (train_step). Definition:
-// suites/trainer2/train_step.cpp; inputs and outputs: suites/trainer2/window_io.hpp; phase
-// catalog: suites/trainer2/phases.hpp.
-// The windows are WindowProgram (trainer2-onednn.hpp, the same code as window-onednn.cpp) and the
-// rotor update is RotorUpdate (as rotor_update-onednn.cpp).
+// trainer2/train_step on oneDNN: the two-phase contrastive step on the CPU engine. Reference:
+// reference/trainer2/trainer2.hpp (train_step); definition: suites/trainer2/train_step.cpp;
+// inputs and outputs: suites/trainer2/window_io.hpp. The windows are the trainer2 engine's
+// WindowProgram and the rotor update its RotorUpdate (trainer2_engine-onednn.hpp: the same code
+// as window-onednn.cpp and rotor_update-onednn.cpp).
 //
 // One run(), from the inputs every time:
 //   1 state = inputs (F = F0, P = 0, F_eq = F0, bank, g, θ: reorders), snapshot of field,
@@ -16,26 +15,22 @@
 //   6 metric update: u_r = u·(rotor matrix) (host kernel builds it, a matmul applies it);
 //     g = clip(g + ((η Δ) u_r) u_r / (Σ u_r² + 1e-8), 0.01, 100): square, sum (+1e-8 post-op),
 //     η Δ, two muls, a division and an add with a clip post-op.
-//   7 rotor update (RotorUpdate): per pair with 4 host reads each before phase 2, one host kernel
-//     from phase 2 (oneDNN has no atan2 or fmod).
+//   7 rotor update (RotorUpdate): 4 host reads per pair, or one host kernel with
+//     vectorized_rotor (oneDNN has no atan2 or fmod).
 //   8 memory update: the last min(C, B) rows of the free window's q and q_state copied into the
 //     ring at the input pointer (at most two row ranges, as it wraps: reorders); the new pointer
 //     is host arithmetic on the input pointer (a host integer in the original too).
-//
-// The ladder is the window's (see window-onednn.cpp) applied to both windows, plus phase 2:
-//   0 baseline (6W + 24 host syncs), 1 batched_metrics (2W + 24), 2 vectorized_rotor (2W),
-//   3 fused_lior_spd, 4 jit_fusion, 5 adaptive_cleanup (Unsupported), 6 inplace,
-//   7 graph_capture (Unsupported), 8 hoisted_retrieval_batch, 9 last_step_act,
-//   10 deferred_metrics (2 host syncs: one per window).
 
 #include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "optimized/trainer2/trainer2-onednn.hpp"
+#include "optimized/trainer2/trainer2_engine-onednn.hpp"
 #include "phasebench/variant.hpp"
+#include "suites/trainer2/phases.hpp"
 #include "suites/trainer2/window_io.hpp"
 
 namespace {
@@ -46,15 +41,15 @@ namespace t2 = pb::suites::trainer2;
 namespace ref = pb::reference::trainer2;
 using dnnl::algorithm;
 using dnnl::memory;
-using t2o::dense;
-using t2o::PostOps;
+using ob::dense;
+using ob::PostOps;
 
 class TrainStepOnednn final : public pb::Variant {
  public:
   explicit TrainStepOnednn(const pb::VariantContext& context)
-      : phase_(context.phase), device_(context.device) {}
+      : device_(context.device), plan_(context), vectorized_rotor_(context.has(t2::kVectorizedRotor)) {}
 
-  std::optional<pb::CannotRun> support() const override { return t2o::cannot_run(device_, phase_); }
+  std::optional<pb::CannotRun> support() const override { return ob::cannot_run_on(device_); }
 
   void setup(const pb::ArrayMap& inputs) override {
     dims_ = t2::window_dims_of(inputs);
@@ -63,14 +58,14 @@ class TrainStepOnednn final : public pb::Variant {
     allocate_state();
     field_ = std::make_unique<t2o::Field>(dims_);
     const t2o::WindowInputs free_in{O_, bank_coord_, bank_state_, g_, theta_, std::nullopt};
-    free_ = std::make_unique<t2o::WindowProgram>(dims_, phase_, free_in, *field_);
+    free_ = std::make_unique<t2o::WindowProgram>(dims_, plan_, free_in, *field_);
     t2o::WindowInputs nudged_in = free_in;
     nudged_in.nudge = nudge_;
-    nudged_ = std::make_unique<t2o::WindowProgram>(dims_, phase_, nudged_in, *field_);
+    nudged_ = std::make_unique<t2o::WindowProgram>(dims_, plan_, nudged_in, *field_);
     build_start_and_snapshot();
     build_between_windows();
     build_metric_update();
-    rotor_.emplace(phase_ >= 2, u_, lior_diff_, theta_);
+    rotor_.emplace(vectorized_rotor_, u_, lior_diff_, theta_);
     build_memory_update();
   }
 
@@ -99,10 +94,10 @@ class TrainStepOnednn final : public pb::Variant {
     pb::ArrayMap out;
     t2o::add_window_outputs(out, "free_", dims_, *free_, free_F_, free_P_, field_shape_);
     t2o::add_window_outputs(out, "nudged_", dims_, *nudged_, nudged_F_, nudged_P_, field_shape_);
-    out["g"] = t2o::download(g_, {t2o::kN});
-    out["theta"] = t2o::download(theta_, {ref::kRotorSlots});
-    out["bank_coord"] = t2o::download(bank_coord_, {dims_.bank_rows, t2o::kN});
-    out["bank_state"] = t2o::download(bank_state_, {dims_.bank_rows, dims_.state_dim});
+    out["g"] = ob::download(g_, {t2o::kN});
+    out["theta"] = ob::download(theta_, {ref::kRotorSlots});
+    out["bank_coord"] = ob::download(bank_coord_, {dims_.bank_rows, t2o::kN});
+    out["bank_state"] = ob::download(bank_state_, {dims_.bank_rows, dims_.state_dim});
     out["bank_pointer"] =
         pb::HostArray::scalar(static_cast<double>(bank_pointer_), pb::ElementType::Int64);
     return out;
@@ -111,13 +106,13 @@ class TrainStepOnednn final : public pb::Variant {
  private:
   void upload_inputs(const pb::ArrayMap& inputs) {
     const int64_t B = dims_.batch, C = dims_.bank_rows, d = dims_.state_dim;
-    O_ = t2o::upload(pb::require(inputs, "O"), {B, dims_.tokens, d});
-    target_ = t2o::upload(pb::require(inputs, "target"), {B, t2o::kN});
-    F0_ = t2o::upload(pb::require(inputs, "F0"), {dims_.field_size()});
-    bank_coord_input_ = t2o::upload(pb::require(inputs, "bank_coord"), {C, t2o::kN});
-    bank_state_input_ = t2o::upload(pb::require(inputs, "bank_state"), {C, d});
-    g_input_ = t2o::upload(pb::require(inputs, "g"), {1, t2o::kN});
-    theta_input_ = t2o::upload(pb::require(inputs, "theta"), {ref::kRotorSlots});
+    O_ = ob::upload(pb::require(inputs, "O"), {B, dims_.tokens, d});
+    target_ = ob::upload(pb::require(inputs, "target"), {B, t2o::kN});
+    F0_ = ob::upload(pb::require(inputs, "F0"), {dims_.field_size()});
+    bank_coord_input_ = ob::upload(pb::require(inputs, "bank_coord"), {C, t2o::kN});
+    bank_state_input_ = ob::upload(pb::require(inputs, "bank_state"), {C, d});
+    g_input_ = ob::upload(pb::require(inputs, "g"), {1, t2o::kN});
+    theta_input_ = ob::upload(pb::require(inputs, "theta"), {ref::kRotorSlots});
     pointer_input_ = static_cast<int64_t>(pb::require(inputs, "bank_pointer").values.at(0));
   }
 
@@ -142,31 +137,29 @@ class TrainStepOnednn final : public pb::Variant {
     F_saved_ = ob::allocate(field_->image_desc());
     P_saved_ = ob::allocate(field_->image_desc());
     start_.append(field_->reset(field_->user_view(F0_)));
-    start_.add(t2o::copy(bank_coord_input_, bank_coord_));
-    start_.add(t2o::copy(bank_state_input_, bank_state_));
-    start_.add(t2o::copy(g_input_, g_));
-    start_.add(t2o::copy(theta_input_, theta_));
-    start_.append(field_->save(F_saved_, P_saved_));
-    start_.add(t2o::copy(bank_coord_, bank_coord_saved_));
-    start_.add(t2o::copy(bank_state_, bank_state_saved_));
-    start_.add(t2o::copy(theta_, theta_saved_));
-    restore_.append(field_->restore(F_saved_, P_saved_));
-    restore_.add(t2o::copy(bank_coord_saved_, bank_coord_));
-    restore_.add(t2o::copy(bank_state_saved_, bank_state_));
-    restore_.add(t2o::copy(theta_saved_, theta_));
+    start_.add(ob::copy(bank_coord_input_, bank_coord_));
+    start_.add(ob::copy(bank_state_input_, bank_state_));
+    start_.add(ob::copy(g_input_, g_));
+    start_.add(ob::copy(theta_input_, theta_));
+    start_.append(field_->copy_to(F_saved_, P_saved_));
+    restore_.append(field_->copy_from(F_saved_, P_saved_));
+    const std::pair<memory, memory> snapshot[] = {
+        {bank_coord_, bank_coord_saved_}, {bank_state_, bank_state_saved_}, {theta_, theta_saved_}};
+    for (const auto& [live, saved] : snapshot) start_.add(ob::copy(live, saved));
+    for (const auto& [live, saved] : snapshot) restore_.add(ob::copy(saved, live));
   }
 
   // Steps 2, 4, 5: the nudge after the free window; Δ and u after the nudged one.
   void build_between_windows() {
-    after_free_.append(field_->export_to(field_->user_view(free_F_), field_->user_view(free_P_)));
-    after_free_.add(t2o::binary(
+    after_free_.append(field_->copy_to(field_->user_view(free_F_), field_->user_view(free_P_)));
+    after_free_.add(ob::binary(
         algorithm::binary_sub, target_, free_->q(), nudge_,
         PostOps().eltwise(algorithm::eltwise_linear, static_cast<float>(ref::kNudgeScale))));
     after_nudged_.append(
-        field_->export_to(field_->user_view(nudged_F_), field_->user_view(nudged_P_)));
+        field_->copy_to(field_->user_view(nudged_F_), field_->user_view(nudged_P_)));
     after_nudged_.add(
-        t2o::binary(algorithm::binary_sub, nudged_->lior(), free_->lior(), lior_diff_));
-    after_nudged_.add(t2o::reduce(algorithm::reduction_mean, free_->vbar(), u_));
+        ob::binary(algorithm::binary_sub, nudged_->lior(), free_->lior(), lior_diff_));
+    after_nudged_.add(ob::reduce(algorithm::reduction_mean, free_->vbar(), u_));
   }
 
   // Step 6, in the reference's order: ((η Δ) u_r) u_r / (Σ u_r² + 1e-8).
@@ -178,16 +171,16 @@ class TrainStepOnednn final : public pb::Variant {
                  step = vector();
     const memory norm = scalar(), eta_diff = scalar();
     after_nudged_.append(t2o::rotor_matrix(theta_, rotor));
-    after_nudged_.add(t2o::matmul(u_, rotor, u_r));
-    after_nudged_.add(t2o::eltwise(algorithm::eltwise_square, u_r, squares));
-    after_nudged_.add(t2o::reduce(algorithm::reduction_sum, squares, norm,
+    after_nudged_.add(ob::matmul(u_, rotor, u_r));
+    after_nudged_.add(ob::eltwise(algorithm::eltwise_square, u_r, squares));
+    after_nudged_.add(ob::reduce(algorithm::reduction_sum, squares, norm,
                                   PostOps().eltwise(algorithm::eltwise_linear, 1.0f, 1e-8f)));
-    after_nudged_.add(t2o::eltwise(algorithm::eltwise_linear, lior_diff_, eta_diff,
+    after_nudged_.add(ob::eltwise(algorithm::eltwise_linear, lior_diff_, eta_diff,
                                    static_cast<float>(ref::kEta)));
-    after_nudged_.add(t2o::binary(algorithm::binary_mul, u_r, eta_diff, scaled));
-    after_nudged_.add(t2o::binary(algorithm::binary_mul, scaled, u_r, term));
-    after_nudged_.add(t2o::binary(algorithm::binary_div, term, norm, step));
-    after_nudged_.add(t2o::binary(algorithm::binary_add, g_, step, g_,
+    after_nudged_.add(ob::binary(algorithm::binary_mul, u_r, eta_diff, scaled));
+    after_nudged_.add(ob::binary(algorithm::binary_mul, scaled, u_r, term));
+    after_nudged_.add(ob::binary(algorithm::binary_div, term, norm, step));
+    after_nudged_.add(ob::binary(algorithm::binary_add, g_, step, g_,
                                   PostOps().eltwise(algorithm::eltwise_clip, 0.01f, 100.0f)));
   }
 
@@ -198,18 +191,19 @@ class TrainStepOnednn final : public pb::Variant {
     const int64_t count = std::min(C, B), pointer = pointer_input_;
     const int64_t first = std::min(count, C - pointer);
     const auto copy_rows = [&](int64_t source, int64_t row, int64_t rows) {
-      memory_update_.add(t2o::copy(free_->q_rows(source, rows),
-                                   t2o::view(bank_coord_, dense({rows, n}), row * n)));
-      memory_update_.add(t2o::copy(free_->q_state_rows(source, rows),
-                                   t2o::view(bank_state_, dense({rows, d}), row * d)));
+      memory_update_.add(ob::copy(free_->q_rows(source, rows),
+                                   ob::view(bank_coord_, dense({rows, n}), row * n)));
+      memory_update_.add(ob::copy(free_->q_state_rows(source, rows),
+                                   ob::view(bank_state_, dense({rows, d}), row * d)));
     };
     copy_rows(B - count, pointer, first);
     if (count > first) copy_rows(B - count + first, 0, count - first);
     next_pointer_ = (pointer + count) % C;
   }
 
-  int phase_;
   std::string device_;
+  t2o::WindowPlan plan_;
+  bool vectorized_rotor_;
   ref::WindowDims dims_{};
   std::vector<int64_t> field_shape_;
   memory O_, target_, F0_, bank_coord_input_, bank_state_input_, g_input_, theta_input_;
@@ -221,13 +215,14 @@ class TrainStepOnednn final : public pb::Variant {
   std::unique_ptr<t2o::Field> field_;
   std::unique_ptr<t2o::WindowProgram> free_, nudged_;
   std::optional<t2o::RotorUpdate> rotor_;
-  t2o::Program start_, after_free_, restore_, after_nudged_, memory_update_;
+  ob::Program start_, after_free_, restore_, after_nudged_, memory_update_;
 };
 
 const pb::VariantRegistration registration{
     "trainer2/train_step",
     "onednn",
-    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10},
+    {t2::kBaseline, t2::kBatchedMetrics, t2::kVectorizedRotor, t2::kFusedLiorSpd, t2::kJitFusion,
+     t2::kInPlace, t2::kHoistedRetrievalBatch, t2::kLastStepAct, t2::kDeferredMetrics},
     [](const pb::VariantContext& context) { return std::make_unique<TrainStepOnednn>(context); }};
 
 }  // namespace

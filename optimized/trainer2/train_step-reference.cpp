@@ -3,6 +3,7 @@
 
 #include <limits>
 
+#include "phasebench/backend.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/trainer2/window_io.hpp"
 
@@ -43,7 +44,7 @@ class TrainStepReference final : public Variant {
   bool ran_ = false;
 };
 
-const VariantRegistration registration{"trainer2/train_step", "reference", {0},
+const VariantRegistration registration{"trainer2/train_step", kReferenceBackend, {kSerialRung},
                                        [](const VariantContext&) { return std::make_unique<TrainStepReference>(); }};
 
 }  // namespace

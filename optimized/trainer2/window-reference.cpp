@@ -3,6 +3,7 @@
 
 #include <limits>
 
+#include "phasebench/backend.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/trainer2/window_io.hpp"
 
@@ -44,7 +45,7 @@ class WindowReference final : public Variant {
   ref::WindowResult<float> result_;
 };
 
-const VariantRegistration registration{"trainer2/window", "reference", {0},
+const VariantRegistration registration{"trainer2/window", kReferenceBackend, {kSerialRung},
                                        [](const VariantContext&) { return std::make_unique<WindowReference>(); }};
 
 }  // namespace

@@ -1,25 +1,44 @@
 #pragma once
-// spinlock/cnn_rollout: Spinlock's CNN operator O_theta (eval mode) and its rollout
-// (WORKLOADS.md, suite spinlock), written as the obviously right loops. Templated on the scalar
-// type: Scalar = double is the oracle every variant is checked against; Scalar = float is timed as
-// the serial baseline.
+// spinlock/cnn_rollout: Spinlock's CNN operator O_theta (eval mode) and its rollout, written as
+// the obviously right loops. Templated on the scalar type: Scalar = double is the oracle every
+// variant is checked against; Scalar = float is timed as the serial baseline. Suite page:
+// docs/spinlock.md.
 //
 //   ConvBlock(a -> b)  = k x k convolution (zero padding k/2, no bias) -> InstanceNorm2d (affine,
-//                        eps 1e-5, biased variance) -> exact GELU
+//                        eps 1e-5, biased variance) -> exact GELU 0.5 v (1 + erf(v / sqrt 2))
 //   O_theta            = ConvBlock(3 -> c0), then ConvBlock(-> c0 * 2^min(i,2)) for i < num_layers,
 //                        then a 1x1 convolution with bias to 3 channels
 //   rollout            = X0 [3,H,W] repeated to [M,3,H,W]; for t = 1..T-1: O = O_theta(X), then
-//                        autoregressive X = O | residual X = X + dt O | convex X = a X + (1-a) O
+//                        autoregressive X = O | residual X = X + dt O (dt = 0.01) |
+//                        convex X = a X + (1-a) O (a = 0.5)
+//   output             = the trajectory [T,M,3,H,W] (X0 included)
 //
-// ModelOptions selects the approximate model of seed 003's phase 3 (GroupNorm for InstanceNorm,
-// tanh-GELU), so that the approximation's own math has an fp64 oracle too.
+//   for t = 1..T-1, m < M:
+//     x = X[t-1,m]
+//     for each block (a -> b channels): x = gelu(norm(conv(x)))
+//       conv: out[o,i,j] = sum_{c < a} sum_{dy,dx < k} w[o,c,dy,dx] x[c, i+dy-k/2, j+dx-k/2]
+//             (0 outside the image)
+//       norm: per channel o, over its H*W values: (v - mean) / sqrt(var + eps) * gamma[o] + beta[o]
+//     o = head_w x + head_b          (1x1: at every pixel, [3 x c] times the c channel values)
+//     X[t,m] = policy(X[t-1,m], o)
+//
+//   size      H x W       M   T    num_layers   c0   k   block channels
+//   small     9 x 7       2   3    2            4    3   4, 4, 8
+//   default   64 x 64     3   16   3            16   3   16, 16, 32, 64
+//   large     128 x 128   3   64   3            32   3   32, 32, 64, 128
+//
+// Where phasebench departs from the original: Dropout is inactive (eval mode) and the stochastic
+// block is off (noise would make an equivalence check meaningless), so the M realizations start
+// from the same X0 and stay equal; num_layers > 3 (residual blocks) is not used by any size.
+// ModelOptions selects the approximate model of seed 003's phase 3 (GroupNorm(8) for
+// InstanceNorm, tanh-GELU), so that the approximation's own math has an fp64 oracle too.
 
 #include <cmath>
 #include <cstdint>
 #include <numeric>
 #include <stdexcept>
 
-#include "backends/cuda/host_device.hpp"  // the policy update also runs in CUDA kernels
+#include "phasebench/host_device.hpp"  // the policy update also runs in CUDA kernels
 #include <vector>
 
 namespace pb::reference::spinlock {
@@ -32,7 +51,7 @@ constexpr int kGroupNormGroups = 8;    // seed 003 phase 3: GroupNorm(num_groups
 
 enum class Policy { Autoregressive, Residual, Convex };
 
-/// One size of the workload (WORKLOADS.md table).
+/// One size of the workload (the table above).
 struct Architecture {
   int height = 0, width = 0;
   int realizations = 0;  // M

@@ -27,21 +27,22 @@ inline const std::string kHeadBias = "head.bias";      // [3]
 inline const std::string kTrajectory = "trajectory";
 inline const std::string kApproximateModelTrajectory = "trajectory.approximate_model";
 
-// The phase ladder (catalog with claims in cnn_rollout.cpp).
-enum Phase : int {
-  kEager = 0,           // the unoptimized port: op by op, fresh tensors, one realization per call
-  kCompileFusion = 1,   // conv -> norm -> GELU fused (exact)
-  kMixedPrecision = 2,  // + bf16 compute (approximate)
-  kOperatorOpts = 3,    // + GroupNorm(8), tanh-GELU, ping-pong buffers (approximate: a model change)
-  kBatching = 4,        // + all M realizations in one call
-  kProfileGuided = 5,   // + what profiling this backend showed (layouts, primitive reuse)
-  kExactFast = 6,       // beyond the seed: every exact optimization (1, ping-pong, 4, 5) in fp32
-};
+// The optimization each phase adds, by the name variants ask `context.has(...)` for (catalog with
+// descriptions and claims: cnn_rollout.cpp).
+inline constexpr const char* kEager = "eager";                    // the unoptimized port
+inline constexpr const char* kCompileFusion = "compile_fusion";   // conv -> norm -> GELU fused (exact)
+inline constexpr const char* kMixedPrecision = "mixed_precision"; // bf16 operands (approximate)
+inline constexpr const char* kOperatorOpts = "operator_opts";     // GroupNorm, tanh-GELU, ping-pong buffers
+inline constexpr const char* kBatching = "batching";              // all M realizations in one call
+inline constexpr const char* kProfileGuided = "profile_guided";   // what this backend's profile showed
+inline constexpr const char* kExactFast = "exact_fast";           // every exact optimization, fp32
 
-inline bool computes_in_bf16(int phase) { return phase >= kMixedPrecision && phase <= kProfileGuided; }
-inline bool batches_realizations(int phase) { return phase >= kBatching; }
-inline ref::ModelOptions model_of_phase(int phase) {
-  const bool changed = phase >= kOperatorOpts && phase <= kProfileGuided;
+inline bool computes_in_bf16(const PhasePlan& plan) { return plan.has(kMixedPrecision); }
+inline bool batches_realizations(const PhasePlan& plan) { return plan.has(kBatching); }
+/// Buffers allocated once in setup: the ping-pong buffers of operator_opts, kept by exact_fast.
+inline bool preallocates(const PhasePlan& plan) { return plan.has(kOperatorOpts) || plan.has(kExactFast); }
+inline ref::ModelOptions model_of(const PhasePlan& plan) {
+  const bool changed = plan.has(kOperatorOpts);
   return {changed, changed};
 }
 
@@ -83,15 +84,14 @@ inline ref::Policy policy_of(const Workload& workload) {
   throw std::invalid_argument("not a spinlock rollout workload: " + workload.full_name());
 }
 
-/// Every phase of the ladder, for backends that register all of them (a phase they cannot do
-/// says why in support()).
-inline const std::vector<int> kAllPhases{kEager, kCompileFusion, kMixedPrecision, kOperatorOpts,
-                                         kBatching, kProfileGuided, kExactFast};
+/// Every phase of the ladder, for backends that implement all of them.
+inline const std::vector<std::string> kAllPhases{kEager, kCompileFusion, kMixedPrecision, kOperatorOpts,
+                                                 kBatching, kProfileGuided, kExactFast};
 
 /// Registers one backend's ladder for the three rollout workloads: the policy is read from the
 /// workload at construction (policy_of), so one factory serves all three.
 struct RolloutRegistration {
-  RolloutRegistration(const std::string& backend, const std::vector<int>& phases, const VariantFactory& make,
+  RolloutRegistration(const std::string& backend, const std::vector<std::string>& phases, const VariantFactory& make,
                       const char* source_file = __builtin_FILE()) {
     for (ref::Policy policy : {ref::Policy::Autoregressive, ref::Policy::Residual, ref::Policy::Convex})
       VariantRegistration{"spinlock/cnn_rollout_" + policy_name(policy), backend, phases, make, source_file};

@@ -8,6 +8,7 @@
 
 #include "phasebench/rng.hpp"
 #include "phasebench/workload.hpp"
+#include "suites/trainer2/phases.hpp"
 #include "suites/trainer2/sizes.hpp"
 
 namespace pb::suites::trainer2 {
@@ -72,14 +73,14 @@ class LiorStep final : public Workload {
 
   std::vector<PhaseInfo> phases() const override {
     return {
-        {0, "baseline",
+        {0, kBaseline,
          "as the original: s computed twice (in lior_step and for the metrics), each of the "
          "three means read back separately (3 host syncs)"},
-        {1, "batched_metrics",
+        {1, kBatchedMetrics,
          "the three means gathered on the device and read with one transfer (1 host sync)", true,
          1.03, 1.05},
-        {3, "fused_lior_spd", "s computed once and returned with dlior", true, 1.02, 1.03},
-        {8, "fused_quadratic_form",
+        {3, kFusedLiorSpd, "s computed once and returned with dlior", true, 1.02, 1.03},
+        {8, kFusedQuadraticForm,
          "beyond the seed: the quadratic form, clamp, +eps and sqrt fused into as few operations "
          "as the backend allows (where phase 3 still runs them op by op)"},
     };
@@ -93,12 +94,20 @@ class LiorStep final : public Workload {
     return claim;
   }
 
-  // Per row: 3n flops for the quadratic form, max, +eps, sqrt, R*s, three sums (~3n + 7).
-  // Bytes: read v (n floats) and R, write s and dlior: (n + 3) * 4.
+  // Compulsory work of one iteration (README "Declared work"). A flop is one add, multiply,
+  // divide, max, sqrt. Per row: v_i^2, g_i * v_i^2 and the sum over n (3n), max, +eps, sqrt,
+  // R * s (4), and the row's terms of the three sums (3); then the three means divide once each:
+  //   flops = M (3n + 7) + 3
+  // Bytes, fp32, each input read once and each output written once:
+  //   read v [M,n], R [M], g [n]; write s [M], dlior [M] and the 3 means:
+  //   bytes = 4 (M n + M + n) + 4 (2 M + 3)
+  // Default (M = 34,816, n = 8): 1,079,299 flops, 1,531,948 bytes.
   WorkEstimate work(SizeClass size) const override {
     const double m = static_cast<double>(rows(size));
     const double n = ref::kCoordinateDim;
-    return {m * (3 * n + 7), m * (n + 3) * 4.0};
+    const double flops = m * (3 * n + 7) + 3;
+    const double bytes = 4.0 * (m * n + m + n) + 4.0 * (2 * m + 3);
+    return {flops, bytes};
   }
 
   double memory_bytes(SizeClass size) const override {

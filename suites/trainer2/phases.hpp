@@ -1,6 +1,6 @@
 #pragma once
-// The phase catalog of seed 000 (WORKLOADS.md "Workloads and phases"), shared by the trainer2
-// workloads: each picks the phases that apply to it. Claims are the seed's per-phase gains as time
+// The phase catalog of seed 000 (docs/trainer2.md), shared by the trainer2 workloads: each picks
+// the phases that apply to it. Claims are the seed's per-phase gains as time
 // ratios; phases after 7 go beyond the seed, must stay exact, and claim nothing.
 
 #include <vector>
@@ -9,49 +9,64 @@
 
 namespace pb::suites::trainer2 {
 
+// The optimization each phase adds, by the name variants ask `context.has(...)` for.
+inline constexpr const char* kBaseline = "baseline";
+inline constexpr const char* kBatchedMetrics = "batched_metrics";
+inline constexpr const char* kVectorizedRotor = "vectorized_rotor";
+inline constexpr const char* kFusedLiorSpd = "fused_lior_spd";
+inline constexpr const char* kJitFusion = "jit_fusion";
+inline constexpr const char* kAdaptiveCleanup = "adaptive_cleanup";
+inline constexpr const char* kInPlace = "inplace";
+inline constexpr const char* kGraphCapture = "graph_capture";
+inline constexpr const char* kHoistedRetrievalBatch = "hoisted_retrieval_batch";
+inline constexpr const char* kLastStepAct = "last_step_act";
+inline constexpr const char* kDeferredMetrics = "deferred_metrics";
+inline constexpr const char* kTemporalBlocking = "temporal_blocking";
+// trainer2/lior_step only (its catalog is lior_step.cpp's): the quadratic form fused.
+inline constexpr const char* kFusedQuadraticForm = "fused_quadratic_form";
+
 inline PhaseInfo trainer2_phase(int index) {
   switch (index) {
     case 0:
-      return {0, "baseline",
+      return {0, kBaseline,
               "as the original: 3 host reads of the progress metrics per step, s computed twice, "
               "out-of-place accumulation, per-pair host reads in the rotor update, retrieval batch "
               "rebuilt each step"};
     case 1:
-      return {1, "batched_metrics", "the 3 progress metrics gathered on the device, read with one transfer",
+      return {1, kBatchedMetrics, "the 3 progress metrics gathered on the device, read with one transfer",
               true, 1.03, 1.05};
     case 2:
-      return {2, "vectorized_rotor", "rotor update with gathered indices and one index_add, no host reads",
+      return {2, kVectorizedRotor, "rotor update with gathered indices and one index_add, no host reads",
               true, 1.02, 1.03};
     case 3:
-      return {3, "fused_lior_spd", "s computed once and returned with dlior", true, 1.02, 1.03};
+      return {3, kFusedLiorSpd, "s computed once and returned with dlior", true, 1.02, 1.03};
     case 4:
-      return {4, "jit_fusion",
+      return {4, kJitFusion,
               "the retrieval step compiled as one fused function (TorchScript for LibTorch; one "
               "kernel elsewhere)", true, 1.01, 1.02};
     case 5:
-      return {5, "adaptive_cleanup",
-              "allocator cache emptied only when device memory use > 90% and every 50 windows "
-              "(devices with a caching allocator only)", true, 1.01, 1.02};
+      return {5, kAdaptiveCleanup,
+              "allocator cache emptied only when device memory use > 90% and every 50 windows",
+              true, 1.01, 1.02, {Capability::CachingAllocator}, {}};
     case 6:
-      return {6, "inplace", "vel_acc accumulated in place; buffers preallocated", true, 1.0, 1.01};
+      return {6, kInPlace, "vel_acc accumulated in place; buffers preallocated", true, 1.0, 1.01};
     case 7:
-      return {7, "graph_capture",
-              "the whole window captured once as a CUDA graph after warm-up and replayed (CUDA "
-              "devices only)", true, 1.15, 1.25};
+      return {7, kGraphCapture, "the whole window captured once as a device graph after warm-up and replayed",
+              true, 1.15, 1.25, {Capability::GraphCapture}, {}};
     case 8:
-      return {8, "hoisted_retrieval_batch",
+      return {8, kHoistedRetrievalBatch,
               "beyond the seed: the retrieval batch (query, candidates) depends only on the "
               "window's fixed inputs, so it is built once per window"};
     case 9:
-      return {9, "last_step_act",
+      return {9, kLastStepAct,
               "beyond the seed: the state mixing act = sum w cand_state runs only for the last "
               "step, the only one whose act is returned"};
     case 10:
-      return {10, "deferred_metrics",
+      return {10, kDeferredMetrics,
               "beyond the seed: each step's progress metrics are written to a [W,3] device buffer "
               "and read with one transfer per window (the same log, delivered at the window's end)"};
     case 11:
-      return {11, "temporal_blocking",
+      return {11, kTemporalBlocking,
               "beyond the seed: with the metrics deferred, the per-step LIoR math moves after the "
               "loop and the whole window's field runs as one kernel, blocks of channels kept in "
               "cache for all W steps (the channels never interact)"};

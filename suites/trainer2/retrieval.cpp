@@ -1,5 +1,6 @@
-// trainer2/retrieval: the retrieval step alone (WORKLOADS.md trainer2 step 4) on one step's
-// batch: distances under the metric diagonal, softmax over the K = T + C candidates, state mixing.
+// trainer2/retrieval: the retrieval step alone (step 4 in reference/trainer2/trainer2.hpp) on one
+// step's batch: distances under the metric diagonal, softmax over the K = T + C candidates, state
+// mixing.
 // Reference: reference/trainer2/trainer2.hpp (retrieval). Variants: optimized/trainer2/retrieval-<backend>.*
 //
 // Inputs: q [B,n] (the rotated query), cand_coord [B,K,n], cand_state [B,K,d], g [n], R [B].
@@ -60,12 +61,21 @@ class Retrieval final : public Workload {
   }
   std::vector<PhaseInfo> phases() const override { return trainer2_phases({0, 4}); }
 
-  // Per (b, k): 3n for the distance, ~5 for sqrt, cost, exp, normalization; 2d for the mixing.
+  // Compulsory work of one iteration (README "Declared work"). A flop is one add, multiply,
+  // divide, max, sqrt, exp. Per candidate (b, k): u = c - q, g u^2 and the sum over n (4n); max,
+  // +eps, sqrt, R * spd, -beta * cost (5); softmax: running max, subtract, exp, sum, divide (5);
+  // per (b, k, j) the mixing's multiply and add (2d):
+  //   flops = B K (4n + 10 + 2d)
+  // Bytes, fp32: read q [B,n], cand_coord [B,K,n], cand_state [B,K,d], g [n], R [B]; write
+  // act [B,d] and weights [B,K]:
+  //   bytes = 4 (B n + B K n + B K d + n + B) + 4 (B d + B K)
+  // Default (B = 16, K = 2,176, d = 256): 19,288,064 flops, 36,921,952 bytes.
   WorkEstimate work(SizeClass size) const override {
     const Trainer2Size s = trainer2_size(size);
-    const double BK = static_cast<double>(s.batch) * s.candidates();
-    return {BK * (3 * ref::kCoordinateDim + 5 + 2 * s.state_dim),
-            4.0 * BK * (ref::kCoordinateDim + s.state_dim + 1)};
+    const double B = s.batch, K = s.candidates(), d = s.state_dim, n = ref::kCoordinateDim;
+    const double flops = B * K * (4 * n + 10 + 2 * d);
+    const double bytes = 4.0 * (B * n + B * K * n + B * K * d + n + B) + 4.0 * (B * d + B * K);
+    return {flops, bytes};
   }
   double memory_bytes(SizeClass size) const override {
     const Trainer2Size s = trainer2_size(size);

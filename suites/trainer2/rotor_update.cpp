@@ -1,6 +1,6 @@
-// trainer2/rotor_update: the rotor part of the manual update alone (WORKLOADS.md training step 7):
-// for each learnt pair k < 6 on coordinates (i, j) with r = hypot(u_i, u_j) >= 1e-6,
-// θ_k += 0.01 η (−Δ) atan2(u_j, u_i) r; then θ wrapped to [−π, π).
+// trainer2/rotor_update: the rotor part of the manual update alone (training step 7 in
+// reference/trainer2/trainer2.hpp): for each learnt pair k < 6 on coordinates (i, j) with
+// r = hypot(u_i, u_j) >= 1e-6, θ_k += 0.01 η (−Δ) atan2(u_j, u_i) r; then θ wrapped to [−π, π).
 // Reference: reference/trainer2/trainer2.hpp (rotor_update). Variants: optimized/trainer2/rotor_update-<backend>.*
 //
 // Inputs: u [n] (mean free-phase velocity), theta [8], lior_diff (Δ, a scalar). Output: theta [8].
@@ -49,7 +49,17 @@ class RotorUpdate final : public Workload {
     return {{"theta", 1e-5, "fp32 atan2, hypot and one multiply-add per angle: a few ulp"}};
   }
   std::vector<PhaseInfo> phases() const override { return trainer2_phases({0, 2}); }
-  WorkEstimate work(SizeClass) const override { return {ref::kRotorAngles * 30.0, 4.0 * 17}; }
+  // Compulsory work of one iteration (README "Declared work"). A flop is one add, multiply,
+  // divide, compare, sqrt, atan2, fmod. Per learnt angle (6): r = sqrt(u_i^2 + u_j^2) (4), r >= 1e-6
+  // (1), atan2 (1), the product with r and the constant 0.01 eta (-delta) (2), the add (1); that
+  // constant once (1); the wrap of each of the 8 slots: + pi, fmod, < 0, - pi (4):
+  //   flops = 6 * 9 + 1 + 8 * 4 = 87
+  // Bytes, fp32: read u [8], theta [8], lior_diff; write theta [8]: 4 (8 + 8 + 1) + 4 * 8 = 100.
+  WorkEstimate work(SizeClass) const override {
+    const double flops = ref::kRotorAngles * 9.0 + 1 + ref::kRotorSlots * 4.0;
+    const double bytes = 4.0 * (ref::kCoordinateDim + ref::kRotorSlots + 1) + 4.0 * ref::kRotorSlots;
+    return {flops, bytes};
+  }
   double memory_bytes(SizeClass) const override { return 1024; }
 };
 

@@ -1,5 +1,6 @@
 #pragma once
-// The trainer2 size table of WORKLOADS.md, shared by every trainer2 workload.
+// The trainer2 size table (also in reference/trainer2/trainer2.hpp and docs/trainer2.md), shared
+// by every trainer2 workload.
 
 #include <stdexcept>
 

@@ -1,5 +1,6 @@
-// trainer2/train_step: the two-phase contrastive step (WORKLOADS.md "Training step"): free window,
-// nudge, restore, nudged window, manual metric and rotor update, memory update.
+// trainer2/train_step: the two-phase contrastive step ("training step" in
+// reference/trainer2/trainer2.hpp): free window, nudge, restore, nudged window, manual metric and
+// rotor update, memory update.
 // Reference: reference/trainer2/trainer2.hpp (train_step). Inputs and outputs:
 // suites/trainer2/window_io.hpp. Variants: optimized/trainer2/train_step-<backend>.*
 
@@ -44,10 +45,8 @@ class TrainStep final : public Workload {
     return trainer2_phases({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
   }
   PhaseInfo cumulative_claim() const override { return trainer2_cumulative_claim(); }
-  WorkEstimate work(SizeClass size) const override {
-    const WorkEstimate window = window_work(size);
-    return {2 * window.flops, 2 * window.bytes};
-  }
+  // The count, term by term, is in window_io.cpp (train_step_work).
+  WorkEstimate work(SizeClass size) const override { return train_step_work(size); }
   double memory_bytes(SizeClass size) const override { return 2 * window_memory(size); }
 };
 

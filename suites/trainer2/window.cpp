@@ -1,4 +1,4 @@
-// trainer2/window: one run_window of W steps (WORKLOADS.md, "One step t of run_window").
+// trainer2/window: one run_window of W steps (steps 1-9 in reference/trainer2/trainer2.hpp).
 // Reference: reference/trainer2/trainer2.hpp (run_window). Inputs and outputs:
 // suites/trainer2/window_io.hpp. Variants: optimized/trainer2/window-<backend>.*
 // Every run() is one window from the same initial state (field F0, momentum 0).
@@ -30,6 +30,7 @@ class Window final : public Workload {
     return trainer2_phases({0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11});
   }
   PhaseInfo cumulative_claim() const override { return trainer2_cumulative_claim(); }
+  // The count, term by term, is in window_io.cpp (window_work).
   WorkEstimate work(SizeClass size) const override { return window_work(size); }
   double memory_bytes(SizeClass size) const override { return window_memory(size); }
 };

@@ -195,13 +195,105 @@ PB_INSTANTIATE(double)
 
 namespace pb::suites::trainer2 {
 
-WorkEstimate window_work(SizeClass size) {
+// Declared work (README "Declared work"). A flop is one add, multiply, divide, max, compare, sqrt,
+// exp, cos, sin, atan2 or fmod. The flops are what the math of reference/trainer2/trainer2.hpp
+// needs, each distinct value computed once, not what the baseline does: a value that does not
+// change between the steps of a window (the query, the velocity, s, every candidate's distance)
+// counts once; the softmax and the state mixing count for the last step only, the one whose act is
+// returned; the force at the end of a step is the force at the start of the next (same F), so a
+// window has W + 1 force evaluations. Names: B, T, d, C, K = T + C, n = 8, W steps, and
+// `field` = Nx Ny D D 2 real values.
+//
+// One window, once:
+//   query q = mean_T coords                                            B n (T + 1)
+//   rotor q' = rotor(q): cos, sin of 8 slots; per pair 4 mul, 2 add    16 + 48 B
+//   distances: u, g u^2, sum (4n); max, +eps, sqrt (3)                 B K (4n + 3)
+//   s = sqrt(max(0, g v^2) + eps) (3n + 3) and mean_b s (B + 1)        B (3n + 3) + B + 1
+//   path columns 0..n: mean_b v (B n + n), its norm (2n + 1)           B n + 3n + 1
+//   last step: R spd, -beta cost (2), softmax (5); mixing (2d)         B K (7 + 2d)
+//   results: lior, R, spd / W (3), vbar = vel_acc / W (B n)            3 + B n
+// Every step:
+//   R = mean |F|: per complex value 2 mul, add, sqrt, sum (5), divide  5 field/2 + 1
+//   dlior = R s and mean_b (2B + 1), mean_b R (B + 1), accumulators    3B + 5 + B n
+//     (lior, R, spd: 3; vel_acc: B n)
+//   two half kicks and a drift, 2 flops each per real value            6 field
+// Per window, the force evaluations, 9 flops per real value (5-point
+// Laplacian 5, scale 1, F - F_eq 1, scale 1, difference 1)             (W + 1) 9 field
+//
+// Bytes, fp32 unless said (a window starts from F0 and P = 0, so P0 is not read):
+//   read                                                               O [B,T,d], bank_coord [C,n], bank_state [C,d], F0 [field], g [n], theta [8], steps (int64)
+//   write  lior, R, spd, act [B,d], vbar [B,n], path [W,n+3], F [field], P [field]
+// Default: 472,507,373 flops and 9,096,532 bytes per window. (What the baseline does, the
+// declaration before the compulsory one: 1.87 GFLOP and 3.18 GB, the retrieval, the mixing and the
+// candidate batch redone at every step.)
+namespace {
+
+struct WindowWork {
+  double flops_once = 0, flops_per_step = 0, force_flops = 0;
+  double input_bytes = 0, output_bytes = 0;
+};
+
+WindowWork window_terms(SizeClass size) {
   const ref::WindowDims dims = window_dims(size);
-  const double B = dims.batch, K = dims.candidates(), d = dims.state_dim, n = ref::kCoordinateDim;
-  const double field = static_cast<double>(dims.field_size());
-  const double per_step_flops = B * K * (3 * n + 5) + 2 * B * K * d + field * (2 * 9 + 6) + field * 2;
-  const double per_step_bytes = 4.0 * (B * K * (d + n) + field * 8);
-  return {per_step_flops * dims.steps, per_step_bytes * dims.steps};
+  const double B = dims.batch, T = dims.tokens, d = dims.state_dim, C = dims.bank_rows;
+  const double K = dims.candidates(), n = ref::kCoordinateDim, W = dims.steps;
+  const double field = static_cast<double>(dims.field_size()), slots = ref::kRotorSlots;
+  WindowWork work;
+  work.flops_once = B * n * (T + 1)                   // query
+                    + 2 * slots + 6 * slots * B       // rotor: cos, sin; 4 mul + 2 add per pair
+                    + B * K * (4 * n + 3)             // distances
+                    + B * (3 * n + 3) + B + 1         // s and mean_b s
+                    + B * n + 3 * n + 1               // mean_b v and its norm
+                    + B * K * (7 + 2 * d)             // last step's softmax and mixing
+                    + 3 + B * n;                      // lior, R, spd, vbar divided by W
+  work.flops_per_step = 5 * field / 2 + 1             // R = mean |F|
+                        + 3 * B + 5 + B * n           // dlior, means, accumulators
+                        + 6 * field;                  // kicks and drift
+  work.force_flops = (W + 1) * 9 * field;
+  work.input_bytes = 4.0 * (B * T * d + C * n + C * d + field + n + slots) + 8;
+  work.output_bytes = 4.0 * (3 + B * d + B * n + W * (n + 3) + 2 * field);
+  return work;
+}
+
+}  // namespace
+
+WorkEstimate window_work(SizeClass size) {
+  const WindowWork w = window_terms(size);
+  const double steps = static_cast<double>(window_dims(size).steps);
+  return {w.flops_once + steps * w.flops_per_step + w.force_flops, w.input_bytes + w.output_bytes};
+}
+
+// One training step: the free window (above), then what the math needs beyond it. The nudge moves
+// only the retrieval query, so the nudged window's field, R, s, lior, vbar and path are the free
+// window's values (README: Δ = 0 exactly) and count once; its query, distances, softmax and
+// mixing are new:
+//   q_state = mean_T O (the memory update)                             B d (T + 1)
+//   nu = 0.1 (target - q) (2), q + nu (1)                              3 B n
+//   rotor of q + nu (cos, sin shared)                                  48 B
+//   distances, last step's softmax and mixing                          B K (4n + 3) + B K (7 + 2d)
+//   delta (1); u = mean_b vbar (B n + n); u_r = rotor(u) (48); metric update: |u_r|^2 (2n),
+//   + 1e-8 (1), eta delta (1), per g_i: multiply, divide, add, two
+//   clamps (5n)                                                        3 + B n + 8n + 48
+//   rotor update (as trainer2/rotor_update)                            87;   ring pointer: add, modulo (2)
+// Bytes: the window's inputs plus target [B,n] and bank_pointer (int64); written: both windows'
+// outputs, g [n], theta [8], bank_coord [C,n], bank_state [C,d], bank_pointer (int64).
+// Default: 492,325,305 flops and 14,490,800 bytes (what the baseline does: 3.75 GFLOP, 6.35 GB).
+WorkEstimate train_step_work(SizeClass size) {
+  const WindowWork w = window_terms(size);
+  const ref::WindowDims dims = window_dims(size);
+  const double B = dims.batch, T = dims.tokens, d = dims.state_dim, C = dims.bank_rows;
+  const double K = dims.candidates(), n = ref::kCoordinateDim, slots = ref::kRotorSlots;
+  const double free_window = window_work(size).flops;
+  const double beyond = B * d * (T + 1)                         // q_state
+                        + 3 * B * n                             // nudge
+                        + 6 * slots * B                         // rotor of q + nu
+                        + B * K * (4 * n + 3) + B * K * (7 + 2 * d)  // nudged retrieval
+                        + 3 + B * n + 8 * n + 6 * slots         // delta, u, u_r, metric update
+                        + ref::kRotorAngles * 9.0 + 1 + slots * 4 // rotor update
+                        + 2;                                    // ring pointer
+  const double bytes = w.input_bytes + 4.0 * B * n + 8                        // + target, pointer
+                       + 2 * w.output_bytes + 4.0 * (n + slots + C * n + C * d) + 8;
+  return {free_window + beyond, bytes};
 }
 
 double window_memory(SizeClass size) {

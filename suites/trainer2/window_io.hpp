@@ -64,11 +64,11 @@ ArrayMap reference_train_step(const ArrayMap& inputs, ElementType type);
 
 namespace pb::suites::trainer2 {
 
-/// Declared work of one window: per step the retrieval (B K (3n + 5) for the distances and the
-/// softmax, 2 B K d for the mixing), the field (2 force evaluations of ~9 flops and the updates,
-/// per real component) and R; bytes: the candidate states read once per step, the field read
-/// and written a few times per step.
+/// Declared work of one window and of one training step: the compulsory bytes (each input read
+/// once, each output written once) and the flops the math needs (each distinct value computed
+/// once). The counts, term by term, are in window_io.cpp.
 WorkEstimate window_work(SizeClass size);
+WorkEstimate train_step_work(SizeClass size);
 double window_memory(SizeClass size);
 
 }  // namespace pb::suites::trainer2

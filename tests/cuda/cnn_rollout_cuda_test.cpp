@@ -2,13 +2,14 @@
 // host by HostExecutor, with the cuBLAS GEMMs replaced by NaiveGemm: a column-major strided
 // batched GEMM written here from cuBLAS's definition, which takes the very GemmShape the ladder
 // hands to cublasGemmStridedBatchedEx (so a wrong m/n/k, leading dimension, stride or transpose
-// gives a wrong convolution here too). Every phase 0-6 and every policy is checked step by step
-// against the fp64 oracle its outputs name, with the workload's own budgets.
+// gives a wrong convolution here too). Every phase of the catalog and every policy is checked
+// step by step against the fp64 oracle its outputs name, with the workload's own budgets, on the
+// plan the harness derives for the cuda device.
 //
 // No GPU and no nvcc needed. Also checked: the kernel bodies one by one (im2col, bf16 rounding,
 // GroupNorm / InstanceNorm + GELU in both forms) against direct loops and the reference, that
 // results do not depend on the order in which the threads of a launch run (a race on the GPU),
-// and the launches, GEMMs and allocations each phase promises. Not tested here: cuBLAS itself,
+// and the launches, GEMMs and allocations each optimization promises. Not tested here: cuBLAS itself,
 // the launch wrappers, streams and graph capture, which need a device.
 
 #include <gtest/gtest.h>
@@ -25,6 +26,7 @@
 
 #include "optimized/spinlock/cnn_rollout-cuda.hpp"
 #include "phasebench/workload.hpp"
+#include "tests/cuda/cuda_plan.hpp"
 #include "tests/cuda/host_executor.hpp"
 
 namespace {
@@ -33,7 +35,10 @@ using pb::ArrayMap;
 using pb::SizeClass;
 using pb::cuda_backend::Bf16;
 using pb::cuda_backend::GemmShape;
+using pb::cuda_backend::testing::cuda_plan;
 using pb::cuda_backend::testing::HostExecutor;
+using pb::cuda_backend::testing::phase_index;
+using pb::cuda_backend::testing::registered_workload;
 namespace cu = pb::cuda_backend::spinlock;
 namespace sp = pb::suites::spinlock;
 namespace ref = pb::reference::spinlock;
@@ -75,12 +80,6 @@ struct NaiveGemm {
 
 // ==== whole rollouts on the host ==================================================================
 
-const pb::Workload& workload(const std::string& name) {
-  const auto found = pb::find_workload(name);
-  if (!found) throw std::runtime_error("workload " + name + " is not registered");
-  return *found;
-}
-
 struct HostRun {
   std::vector<float> trajectory;
   int64_t launches = 0, bytes_allocated = 0, host_syncs = 0, fp32_gemms = 0, bf16_gemms = 0;
@@ -88,12 +87,12 @@ struct HostRun {
 
 /// One rollout on the host executor, after a first one (so that the counters describe a run
 /// that follows setup and a warm-up, as the harness counts).
-HostRun run_on_host(const pb::Workload& w, const ArrayMap& inputs, int phase, bool reverse) {
+HostRun run_on_host(const pb::Workload& w, const ArrayMap& inputs, const std::string& phase, bool reverse) {
   HostExecutor exec;
   exec.reverse = reverse;
   NaiveGemm gemm;
   cu::CnnRolloutLadder<HostExecutor, NaiveGemm> ladder(exec, gemm, inputs, sp::architecture(SizeClass::Small),
-                                                       sp::policy_of(w), phase);
+                                                       sp::policy_of(w), cuda_plan(w, phase));
   ladder.run();
   exec.reset_counters();
   gemm = NaiveGemm{};
@@ -117,24 +116,25 @@ double step_error(const std::vector<float>& out, const std::vector<double>& ref,
 
 struct Case {
   std::string workload;
-  int phase;
+  std::string phase;  // a catalog name
 };
 
-std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.workload << "/phase" << c.phase; }
+std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.workload << "/" << c.phase; }
 
 class CnnRolloutCudaLadder : public ::testing::TestWithParam<Case> {};
 
-// Every output spec of the phase: the exact phases against the exact trajectory, phase 2 against
-// it with the bf16 budget, phases 3-5 against their own model's fp64 trajectory with the bf16
-// budget and against the exact one with the model-change bound.
+// Every output spec of the phase: the exact phases against the exact trajectory, mixed_precision
+// against it with the bf16 budget, operator_opts (and the phases after it until exact_fast)
+// against their own model's fp64 trajectory with the bf16 budget and against the exact one with
+// the model-change bound.
 TEST_P(CnnRolloutCudaLadder, EveryStepWithinBudgetOfTheFp64Reference) {
-  const pb::Workload& w = workload(GetParam().workload);
+  const pb::Workload& w = registered_workload(GetParam().workload);
   const int steps = sp::architecture(SizeClass::Small).steps;
   for (uint64_t seed : {1, 2}) {
     const ArrayMap inputs = w.make_inputs(SizeClass::Small, seed);
     const ArrayMap references = w.reference_fp64(inputs);
     const HostRun run = run_on_host(w, inputs, GetParam().phase, false);
-    for (const pb::OutputSpec& spec : w.outputs_for(GetParam().phase, SizeClass::Small)) {
+    for (const pb::OutputSpec& spec : w.outputs_for(phase_index(w, GetParam().phase), SizeClass::Small)) {
       ASSERT_EQ(spec.step_budget.size(), static_cast<size_t>(steps));
       const std::vector<double>& ref = references.at(spec.reference_name()).values;
       for (int t = 0; t < steps; ++t)
@@ -145,7 +145,7 @@ TEST_P(CnnRolloutCudaLadder, EveryStepWithinBudgetOfTheFp64Reference) {
 }
 
 TEST_P(CnnRolloutCudaLadder, ResultDoesNotDependOnThreadOrder) {
-  const pb::Workload& w = workload(GetParam().workload);
+  const pb::Workload& w = registered_workload(GetParam().workload);
   const ArrayMap inputs = w.make_inputs(SizeClass::Small, 3);
   const HostRun forward = run_on_host(w, inputs, GetParam().phase, false);
   const HostRun backward = run_on_host(w, inputs, GetParam().phase, true);
@@ -153,23 +153,23 @@ TEST_P(CnnRolloutCudaLadder, ResultDoesNotDependOnThreadOrder) {
   for (size_t i = 0; i < forward.trajectory.size(); ++i) ASSERT_EQ(forward.trajectory[i], backward.trajectory[i]) << i;
 }
 
-TEST_P(CnnRolloutCudaLadder, LaunchesGemmsAllocationsAndSyncsAsThePhaseSays) {
-  const pb::Workload& w = workload(GetParam().workload);
-  const int phase = GetParam().phase;
-  const HostRun run = run_on_host(w, w.make_inputs(SizeClass::Small, 4), phase, false);
+TEST_P(CnnRolloutCudaLadder, LaunchesGemmsAllocationsAndSyncsAsThePlanSays) {
+  const pb::Workload& w = registered_workload(GetParam().workload);
+  const pb::PhasePlan plan = cuda_plan(w, GetParam().phase);
+  const HostRun run = run_on_host(w, w.make_inputs(SizeClass::Small, 4), GetParam().phase, false);
   const auto arch = sp::architecture(SizeClass::Small);
   const int64_t blocks = static_cast<int64_t>(arch.block_channels().size()), steps = arch.steps - 1;
-  const int64_t calls = steps * (sp::batches_realizations(phase) ? 1 : arch.realizations);
+  const int64_t calls = steps * (sp::batches_realizations(plan) ? 1 : arch.realizations);
   EXPECT_EQ(run.host_syncs, 0);
-  // One GEMM per convolution and call, in bf16 exactly in the bf16 phases.
+  // One GEMM per convolution and call, in bf16 exactly with mixed_precision.
   EXPECT_EQ(run.fp32_gemms + run.bf16_gemms, calls * blocks);
-  EXPECT_EQ(run.bf16_gemms, sp::computes_in_bf16(phase) ? calls * blocks : 0);
-  if (phase == sp::kEager) {  // per block im2col, statistics, normalize, GELU; then head, policy
+  EXPECT_EQ(run.bf16_gemms, sp::computes_in_bf16(plan) ? calls * blocks : 0);
+  if (!plan.has(sp::kCompileFusion)) {  // per block im2col, statistics, normalize, GELU; then head, policy
     EXPECT_EQ(run.launches, 1 + calls * (4 * blocks + 2));
   } else {  // per block im2col and NormGelu; then head + policy
     EXPECT_EQ(run.launches, 1 + calls * (2 * blocks + 1));
   }
-  if (phase >= sp::kOperatorOpts) {
+  if (sp::preallocates(plan)) {
     EXPECT_EQ(run.bytes_allocated, 0);  // the setup() buffers
   } else {
     EXPECT_GT(run.bytes_allocated, 0);
@@ -179,19 +179,19 @@ TEST_P(CnnRolloutCudaLadder, LaunchesGemmsAllocationsAndSyncsAsThePhaseSays) {
 std::vector<Case> cases() {
   std::vector<Case> all;
   for (const char* name : {"spinlock/cnn_rollout_autoregressive", "spinlock/cnn_rollout_residual", "spinlock/cnn_rollout_convex"})
-    for (int phase : sp::kAllPhases) all.push_back({name, phase});
+    for (const std::string& phase : sp::kAllPhases) all.push_back({name, phase});
   return all;
 }
 
 INSTANTIATE_TEST_SUITE_P(Spinlock, CnnRolloutCudaLadder, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<Case>& info) {
-                           return info.param.workload.substr(info.param.workload.find('/') + 1) + "_phase" +
-                                  std::to_string(info.param.phase);
+                           return info.param.workload.substr(info.param.workload.find('/') + 1) + "_" +
+                                  info.param.phase;
                          });
 
-// The bf16 phases do round: phase 2 is not phase 1 under another name.
+// mixed_precision does round: it is not compile_fusion under another name.
 TEST(CnnRolloutCudaLadder, MixedPrecisionDiffersFromFp32AtBf16Scale) {
-  const pb::Workload& w = workload("spinlock/cnn_rollout_convex");
+  const pb::Workload& w = registered_workload("spinlock/cnn_rollout_convex");
   const ArrayMap inputs = w.make_inputs(SizeClass::Small, 5);
   const std::vector<double> ref = w.reference_fp64(inputs).at(sp::kTrajectory).values;
   const int steps = sp::architecture(SizeClass::Small).steps;
@@ -202,25 +202,26 @@ TEST(CnnRolloutCudaLadder, MixedPrecisionDiffersFromFp32AtBf16Scale) {
 }
 
 // At the small size every block has 4 channels, so GroupNorm(gcd(8, 4)) is InstanceNorm and the
-// two GELU forms differ by less than the bf16 budget: the model of phases 3-5 is checked here at
+// two GELU forms differ by less than the bf16 budget: operator_opts' model is checked here at
 // the default architecture (16-64 channels: 8 groups of 2-8), for one step of one realization.
 TEST(CnnRolloutCudaLadder, OneStepAtTheDefaultArchitectureComputesEachPhasesModel) {
-  const pb::Workload& w = workload("spinlock/cnn_rollout_convex");
+  const pb::Workload& w = registered_workload("spinlock/cnn_rollout_convex");
   ref::Architecture arch = sp::architecture(SizeClass::Default);
   arch.steps = 2;
   arch.realizations = 1;
   const ArrayMap inputs = w.make_inputs(SizeClass::Default, 6);
   const auto weights = sp::load_weights<double>(inputs, arch);
   const std::vector<double>& x0 = inputs.at(sp::kInitialField).values;
-  const auto error_of = [&](int phase, const ref::ModelOptions& model) {
+  const auto error_of = [&](const std::string& phase, const ref::ModelOptions& model) {
     HostExecutor exec;
     NaiveGemm gemm;
-    cu::CnnRolloutLadder<HostExecutor, NaiveGemm> ladder(exec, gemm, inputs, arch, ref::Policy::Convex, phase);
+    cu::CnnRolloutLadder<HostExecutor, NaiveGemm> ladder(exec, gemm, inputs, arch, ref::Policy::Convex,
+                                                         cuda_plan(w, phase));
     ladder.run();
     const std::vector<double> expected = ref::rollout<double>(weights, x0.data(), arch, ref::Policy::Convex, model);
     return step_error(ladder.trajectory(), expected, arch.steps, 1);
   };
-  const ref::ModelOptions exact{}, approximate = sp::model_of_phase(sp::kOperatorOpts);
+  const ref::ModelOptions exact{}, approximate = sp::model_of(cuda_plan(w, sp::kOperatorOpts));
   EXPECT_LT(error_of(sp::kExactFast, exact), 1e-5);
   EXPECT_LT(error_of(sp::kOperatorOpts, approximate), 1e-2);  // bf16 against its own model
   EXPECT_GT(error_of(sp::kOperatorOpts, exact), 0.1);         // and another operator than the exact one
@@ -330,7 +331,7 @@ TEST(CnnRolloutCudaBodies, GeluBothFormsMatchTheReference) {
 
 // NormGelu on planes larger than a block of threads (the workload's small size has 63 pixels,
 // fewer than kThreads), so every thread strides over several pixels and the tree sums partial
-// sums; GroupNorm(gcd(8, C)) with tanh-GELU (phases 3-5) and InstanceNorm with erf-GELU.
+// sums; GroupNorm(gcd(8, C)) with tanh-GELU (operator_opts) and InstanceNorm with erf-GELU.
 TEST(CnnRolloutCudaBodies, NormGeluMatchesTheReferenceGroupNormAndInstanceNorm) {
   const int channels = 12;  // gcd(8, 12) = 4 groups of 3 channels
   for (const ref::ModelOptions model : {ref::ModelOptions{true, true}, ref::ModelOptions{}}) {

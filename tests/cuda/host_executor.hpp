@@ -1,7 +1,7 @@
 #pragma once
-// HostExecutor: the executor interface of optimized/trainer2/trainer2-cuda-ladders.hpp (the same
-// one backends/cuda/device_executor.cuh implements on the GPU), run on the host, so a test runs
-// the CUDA ladders and their kernel bodies over the whole index space without a device.
+// HostExecutor: the executor interface of optimized/trainer2/trainer2_engine_ladders-cuda.hpp
+// (the same one backends/cuda/device_executor.cuh implements on the GPU), run on the host, so a
+// test runs the CUDA ladders and their kernel bodies over the whole index space without a device.
 //
 // Device memory is host memory. Elementwise ops run index by index; block ops block by block,
 // every thread of a stage before the next stage (the barrier). `reverse` runs indices, blocks

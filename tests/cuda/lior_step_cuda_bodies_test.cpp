@@ -5,7 +5,8 @@
 // The elementwise kernels are one body call per row; the reductions are emulated as the kernels
 // run them (kReductionThreads strided partial sums, then the pairwise tree of block_sum in
 // lior_step-cuda.cu), so the host sees the device's summation order. What is not tested here is
-// the launch configuration itself; that needs a device (DESIGN.md, "CUDA without a GPU").
+// the launch configuration itself; that needs a device (README.md, "Backends on this project's
+// machines").
 
 #include <gtest/gtest.h>
 
@@ -192,7 +193,7 @@ TEST_P(LiorStepCudaBodies, ReductionsMatchReferenceMeans) {
   for (int64_t row = 0; row < in.rows; ++row) {
     body::fused_lior_row(row, in.v.data(), in.R.data(), in.g.data(), s.data(), dlior.data());
   }
-  // Phase 0: one mean_kernel per metric.
+  // Without batched_metrics: one mean_kernel per metric.
   const float mean_dlior = emulate_mean_kernel(dlior, in.rows);
   const float mean_R = emulate_mean_kernel(in.R, in.rows);
   const float mean_s = emulate_mean_kernel(s, in.rows);
@@ -200,7 +201,7 @@ TEST_P(LiorStepCudaBodies, ReductionsMatchReferenceMeans) {
   EXPECT_LE(rel_error(mean_R, oracle.means.mean_R), kMeanTolerance);
   EXPECT_LE(rel_error(mean_s, oracle.means.mean_s), kMeanTolerance);
 
-  // Phases 1 and 3: one metric_means_kernel. It adds each metric in the same order as
+  // batched_metrics: one metric_means_kernel. It adds each metric in the same order as
   // mean_kernel, so batching the reads changes no bit of the means.
   for (bool backwards : {false, true}) {
     const std::vector<float> batched =

@@ -1,5 +1,5 @@
 """Loads a `phasebench dump` of trainer2/window or trainer2/train_step with numpy and recomputes its
-outputs independently, from the math of WORKLOADS.md "Suite trainer2" written the way Liorhybrid's
+outputs independently, from the math of reference/trainer2/trainer2.hpp written the way Liorhybrid's
 PyTorch code computes it: whole-batch tensor expressions in fp64 (broadcasting, einsum, softmax
 with the max subtracted, np.roll-free padded stencil, index_add), not the C++ reference's loops.
 
@@ -16,7 +16,7 @@ import numpy as np
 
 from dump_check import compare_with_reference, load_dump
 
-# ---- constants: WORKLOADS.md "Constants: n = 8, eps = 1e-8, beta = 5.0, dt = 0.005, ..." --------
+# ---- constants: reference/trainer2/trainer2.hpp (n = 8, eps = 1e-8, beta = 5.0, dt = 0.005, ...) ---
 N = 8                 # n, coordinate dim
 EPS = 1e-8            # eps
 BETA = 5.0            # retrieval beta

@@ -8,7 +8,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "phasebench/phases.hpp"
+
 namespace pb {
+
+/// The name of the backend that times the serial reference<float>, the base of every speedup.
+inline constexpr const char* kReferenceBackend = "reference";
+/// Its single rung (phase 0 of every ladder it has): reference<float>, the naive loops in fp32.
+inline constexpr const char* kSerialRung = "serial_fp32";
 
 struct DeviceInfo {
   std::string name;  // "cpu", "cuda"
@@ -36,6 +43,12 @@ class Backend {
   virtual void finalize() {}
   /// Blocks until all work queued on `device` has finished. The timers call it on both ends.
   virtual void synchronize(const std::string& device) { (void)device; }
+  /// What the backend has on `device` for the phases that need something (phasebench/phases.hpp).
+  /// A phase needing what is not declared here gets a generated SKIPPED/UNSUPPORTED row.
+  virtual Capabilities capabilities(const std::string& device) const {
+    (void)device;
+    return {};
+  }
   /// The threads its variants actually use when `requested` were asked for (the threads column).
   virtual int effective_threads(int requested) const { return requested; }
   /// Versions and configuration for machine.json (library version, threads, ISA, ...).

@@ -10,12 +10,10 @@
 #include <vector>
 
 #include "phasebench/arrays.hpp"
+#include "phasebench/status.hpp"
 #include "phasebench/workload.hpp"
 
 namespace pb {
-
-enum class Status { Ok, Fail, Mistrusted, Error, Skipped, Unsupported };
-const char* to_string(Status status);
 
 /// More than this share of exactly-zero reference values and the inputs do not exercise the code.
 constexpr double kMistrustZeroShare = 0.30;

@@ -1,12 +1,14 @@
 #pragma once
-// The result row and the files a run writes (DESIGN.md "Files a run writes": a contract; columns
-// may be added at the end, never renamed). One row type, one field list; the CSV writer and the
+// The result row and the files a run writes (a contract: docs/file-formats.md; columns may be
+// added at the end, never renamed). One row type, one field list; the CSV writer and the
 // reader are both derived from that list, and a golden test pins the header.
 
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
+
+#include "phasebench/status.hpp"
 
 namespace pb {
 
@@ -18,7 +20,8 @@ struct ResultRow {
   int phase_index = 0;
   std::string phase;
   bool exact = true;
-  std::string status, reason;
+  Status status = Status::Ok;  // parsed from its word when read: an unknown word is an input error
+  std::string reason;
   double rel_l2_err = kMissing, max_abs_err = kMissing, tolerance = kMissing;
   int reps = 0;
   double median_ms = kMissing, min_ms = kMissing, max_ms = kMissing;
@@ -59,8 +62,8 @@ std::vector<std::string> samples_columns();
 std::string results_csv(const std::vector<ResultRow>& rows);
 std::string samples_csv(const std::vector<SampleRow>& rows);
 
-/// Reads a results.csv through the CSV parser library. Throws InputError (file and line named)
-/// on malformed input or a missing contract column.
+/// Reads a results.csv through the CSV parser library. Throws InputError (file, line and column
+/// named) on malformed input, an unknown status or a missing contract column.
 std::vector<ResultRow> read_results_csv(const std::string& path);
 std::vector<SampleRow> read_samples_csv(const std::string& path);
 

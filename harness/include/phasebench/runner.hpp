@@ -1,7 +1,6 @@
 #pragma once
 // The engine behind `run` and `verify`: selects cases from the registries, checks each against the
-// fp64 oracle, counts, times through Google Benchmark with interleaved repetitions, and turns the
-// samples into result rows.
+// fp64 oracle, counts, and times through Google Benchmark with interleaved repetitions.
 
 #include <cstdint>
 #include <functional>
@@ -42,12 +41,18 @@ struct Case {
   std::string phase_name;
   bool exact = true;
   SizeClass size = SizeClass::Default;
+  PhasePlan plan;                           // the optimizations in effect, from the catalog
+  std::optional<CannotRun> capability_gap;  // set when the device lacks what the phase needs
 
   /// "suite/workload/backend/phase": what --filter matches and failures print.
   std::string id() const;
   /// "suite/workload/size/backend/device/phase": unique per row.
   std::string row_name() const;
 };
+
+/// The SKIPPED (the backend has it on another device) or UNSUPPORTED (on none) of a phase whose
+/// needs `backend` lacks on `device`, with the reason written from the catalog; nullopt when none.
+std::optional<CannotRun> capability_gap(const PhaseInfo& phase, const Backend& backend, const std::string& device);
 
 /// Every case the selection covers at `size`, in registry order. Throws InputError for a bad
 /// regex, suite or backend name.
@@ -67,6 +72,9 @@ struct RunOptions {
   std::function<void(const std::string&)> journal;
 };
 
+/// What `run` measured. Rows hold the check, the counters and the statuses; every column derived
+/// from the samples (times, speedups, throughput, roofline, claims) is the results model's to fill
+/// (harness/src/results_model.hpp), for `run` and `merge --pool` alike.
 struct RunOutcome {
   std::vector<ResultRow> rows;
   std::vector<SampleRow> samples;
@@ -86,14 +94,11 @@ struct VerifyOptions {
 struct VerifyLine {
   std::string row_name;
   uint64_t seed = 0;
-  std::string status;
+  Status status = Status::Ok;
   std::string detail;
 };
 
 std::vector<VerifyLine> execute_verify(const VerifyOptions& options);
-
-/// Status words that mean "a check failed": FAIL, MISTRUSTED, ERROR.
-bool is_failure(const std::string& status);
 
 /// Initializes the backends the cases use (once per process) with this thread count.
 void init_backends(const std::vector<Case>& cases, int threads);

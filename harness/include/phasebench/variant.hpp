@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "phasebench/arrays.hpp"
@@ -22,8 +23,12 @@ struct VariantContext {
   const Workload* workload = nullptr;
   SizeClass size = SizeClass::Small;
   std::string device;  // as the backend names it: "cpu", "cuda"
-  int phase = 0;
+  int phase = 0;  // the catalog index, for messages only: ask `has`, never compare numbers
   int threads = 1;
+  PhasePlan plan;  // the optimizations in effect, derived by the harness from the catalog
+
+  /// Whether `optimization` (a catalog phase name) is in effect for this variant.
+  bool has(std::string_view optimization) const { return plan.has(optimization); }
 };
 
 /// Why a variant cannot run here. SKIPPED: it could run elsewhere (no device, a phase for GPUs
@@ -55,15 +60,21 @@ using VariantFactory = std::function<std::unique_ptr<Variant>(const VariantConte
 struct VariantLadder {
   std::string workload;  // full name, "trainer2/lior_step"
   std::string backend;
-  std::vector<int> phases;  // indices into the workload's phase catalog
+  // The phases it implements, by catalog name ("baseline", "inplace", ...). A catalog phase whose
+  // needs the backend lacks is left out: the harness writes its SKIPPED/UNSUPPORTED row.
+  std::vector<std::string> phases;
   VariantFactory make;
   std::string source_file;
 };
 
 struct VariantRegistration {
-  VariantRegistration(std::string workload, std::string backend, std::vector<int> phases,
+  VariantRegistration(std::string workload, std::string backend, std::vector<std::string> phases,
                       VariantFactory make, const char* source_file = __builtin_FILE());
 };
+
+/// The catalog indices of `ladder`'s phases, in index order. Throws std::logic_error naming the
+/// source file when the ladder names a phase the workload's catalog lacks.
+std::vector<int> phase_indices(const VariantLadder& ladder, const Workload& workload);
 
 std::vector<VariantLadder> registered_ladders();  // sorted by (workload, backend)
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "phasebench/arrays.hpp"
+#include "phasebench/phases.hpp"
 
 namespace pb {
 
@@ -22,17 +23,46 @@ std::string to_string(SizeClass size);
 std::optional<SizeClass> parse_size(std::string_view text);
 std::vector<SizeClass> all_sizes();
 
-/// One rung of a workload's optimization ladder, as the seed document describes it.
+/// One rung of a workload's optimization ladder: the one optimization it adds, what that needs of
+/// a backend or device, and the seed document's claim for it. Phase 0 ("baseline") adds nothing.
 struct PhaseInfo {
+  static constexpr double kNoClaim = std::numeric_limits<double>::quiet_NaN();
+
+  PhaseInfo() = default;
+  PhaseInfo(int phase_index, std::string phase_name, std::string what_it_changes, bool is_exact = true,
+            double claim_min = kNoClaim, double claim_max = kNoClaim, std::vector<Capability> needed = {},
+            std::vector<std::string> turned_off = {})
+      : index(phase_index),
+        name(std::move(phase_name)),
+        description(std::move(what_it_changes)),
+        exact(is_exact),
+        claimed_min(claim_min),
+        claimed_max(claim_max),
+        needs(std::move(needed)),
+        switches_off(std::move(turned_off)) {}
+
   int index = 0;
-  std::string name;         // "batched_metrics"
+  std::string name;         // the optimization's name, "batched_metrics"; what variants ask has() for
   std::string description;  // one line: what this phase changes
   bool exact = true;        // false: changes the arithmetic; checked against an error budget
   // The seed's claimed gain of this phase over the previous one, as a time ratio (1.03 = +3%).
   // NaN when the seed claims nothing for it.
   double claimed_min = std::numeric_limits<double>::quiet_NaN();
   double claimed_max = std::numeric_limits<double>::quiet_NaN();
+  // What the optimization needs of a backend on a device; a device without it gets a generated
+  // SKIPPED (the backend has it elsewhere) or UNSUPPORTED (nowhere) row, and the plans of later
+  // phases leave this optimization out.
+  std::vector<Capability> needs;
+  // Earlier optimizations this phase turns off again (an exact phase after approximate ones).
+  std::vector<std::string> switches_off;
 };
+
+/// The optimizations in effect at `phase` on a backend with `available` capabilities: every
+/// catalog phase up to `phase` whose needs are available, less those an active phase switches off.
+/// Phases the ladder does not register still count: a ladder that skips a rung takes two steps.
+PhasePlan derive_phase_plan(const std::vector<PhaseInfo>& catalog, int phase, const Capabilities& available);
+/// The needs of `phase` that `available` lacks; empty when it can run.
+std::vector<Capability> missing_needs(const PhaseInfo& phase, const Capabilities& available);
 
 /// One output and the tolerance its check uses (relative L2 error against the fp64 oracle).
 struct OutputSpec {

@@ -1,24 +1,24 @@
 #pragma once
 // One run_window of the trainer2 suite on Kokkos (reference/trainer2/trainer2.hpp run_window),
-// as a ladder of phases; shared by window-kokkos.cpp and train_step-kokkos.cpp, whose top
-// comments describe the ladder. The kernels come first, the WindowRunner that strings them
-// together per phase last.
+// shared by window-kokkos.cpp and train_step-kokkos.cpp: the field dynamics, the retrieval batch,
+// the accumulators and the deferred metrics, then the WindowRunner that strings them together
+// with the building blocks of trainer2_engine-kokkos.hpp as the variant's plan asks.
 //
 // The field is stored flat as [Nx*Ny sites, channels] (channels = D*D*2 real components, complex
-// values as (re, im) pairs). The op-by-op stencil kernels (phases < 10) run one team per site
-// with the channels as the vector range; the fused window (phase 10) runs the whole field of the
-// window in one kernel, one team per block of channels (field_window). Either way a neighbour
-// past the edge reads a row of zeros (the zero padding), so the inner loop has no branch and
-// adds the same zeros the reference adds.
+// values as (re, im) pairs). The op-by-op stencil kernels run one team per site with the
+// channels as the vector range; with temporal_blocking the whole field of the window runs in
+// one kernel, one team per block of channels (field_window). Either way a neighbour past the
+// edge reads a row of zeros (the zero padding), so the inner loop has no branch and adds the
+// same zeros the reference adds.
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
 
-#include "optimized/trainer2/trainer2-kokkos.hpp"
+#include "optimized/trainer2/trainer2_engine-kokkos.hpp"
 #include "phasebench/variant.hpp"
+#include "suites/trainer2/phases.hpp"
 #include "suites/trainer2/window_io.hpp"
 
 namespace pb::kokkos_backend::trainer2 {
@@ -36,9 +36,6 @@ inline const std::string kCandStateLabel = "trainer2/batch/cand_state";
 inline const std::string kShiftLabel = "trainer2/batch/add_nudge";
 inline const std::string kRotateLabel = "trainer2/batch/rotor_apply";
 inline const std::string kQueryLabel = "trainer2/batch/query_fused";
-inline const std::string kLiorSpeedLabel = "trainer2/lior/speed";
-inline const std::string kLiorScaleLabel = "trainer2/lior/dlior";
-inline const std::string kLiorFusedLabel = "trainer2/lior/speed_dlior";
 inline const std::string kMeanLabel = "trainer2/lior/mean";
 inline const std::string kAccumulateLabel = "trainer2/window/accumulate";
 inline const std::string kVelocityLabel = "trainer2/window/velocity_acc";
@@ -227,7 +224,7 @@ inline void broadcast_mean(const ConstCell& total, float count, const Vec& R) {
       kCurvatureLabel, RangePolicy(0, R.extent(0)), KOKKOS_LAMBDA(int64_t b) { R(b) = total() / count; });
 }
 
-// The field of a whole fused window (phase 10) in ONE kernel, by temporal blocking. The
+// The field of a whole window in ONE kernel, by temporal blocking (temporal_blocking). The
 // channels of the field never interact (the stencil runs over x and y, the force is per
 // component) and the rest of the window reads the field only through R_t, so each block of
 // channels can run all W steps on its own: one team per block loads F_start and F_eq into team
@@ -362,21 +359,25 @@ inline void field_window(const FieldShape& shape, int64_t steps, const ConstVec&
 
 // ---- the retrieval batch -------------------------------------------------------------------------------
 
-/// out(b, j) = mean_t O(b, t, j) for j < out.extent(1): the sum over t in order, then / T.
+/// row[j] = mean_t O(b, t, j) for j < cols, by the team: the sum over t in order, then / T.
+KOKKOS_INLINE_FUNCTION void token_mean(const Member& team, const ConstCube& O, int64_t b, int64_t cols, float* row) {
+  const int64_t T = O.extent(1);
+  Kokkos::parallel_for(Kokkos::TeamVectorRange(team, cols), [&](int64_t j) { row[j] = 0; });
+  team.team_barrier();
+  for (int64_t t = 0; t < T; ++t) {
+    const float* token = &O(b, t, 0);
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(team, cols), [&](int64_t j) { row[j] += token[j]; });
+  }
+  team.team_barrier();
+  Kokkos::parallel_for(Kokkos::TeamVectorRange(team, cols), [&](int64_t j) { row[j] /= static_cast<float>(T); });
+}
+
+/// out(b, j) = mean_t O(b, t, j) for j < out.extent(1).
 inline void mean_over_tokens(const ConstCube& O, const Mat& out) {
   Kokkos::parallel_for(
       kTokenMeanLabel, TeamPolicy(out.extent(0), Kokkos::AUTO), KOKKOS_LAMBDA(const Member& team) {
-        const int64_t b = team.league_rank(), T = O.extent(1), cols = out.extent(1);
-        float* row = &out(b, 0);
-        Kokkos::parallel_for(Kokkos::TeamVectorRange(team, cols), [&](int64_t j) { row[j] = 0; });
-        team.team_barrier();
-        for (int64_t t = 0; t < T; ++t) {
-          const float* token = &O(b, t, 0);
-          Kokkos::parallel_for(Kokkos::TeamVectorRange(team, cols), [&](int64_t j) { row[j] += token[j]; });
-        }
-        team.team_barrier();
-        Kokkos::parallel_for(Kokkos::TeamVectorRange(team, cols),
-                             [&](int64_t j) { row[j] /= static_cast<float>(T); });
+        const int64_t b = team.league_rank();
+        token_mean(team, O, b, out.extent(1), &out(b, 0));
       });
 }
 
@@ -422,17 +423,9 @@ inline void query_fused(const ConstCube& O, const ConstMat& nudge, const ConstVe
   const bool nudged = nudge.is_allocated();
   Kokkos::parallel_for(
       kQueryLabel, TeamPolicy(q.extent(0), Kokkos::AUTO), KOKKOS_LAMBDA(const Member& team) {
-        const int64_t b = team.league_rank(), T = O.extent(1), d = O.extent(2);
+        const int64_t b = team.league_rank();
         float* row = &q_state(b, 0);
-        Kokkos::parallel_for(Kokkos::TeamVectorRange(team, d), [&](int64_t j) { row[j] = 0; });
-        team.team_barrier();
-        for (int64_t t = 0; t < T; ++t) {
-          const float* token = &O(b, t, 0);
-          Kokkos::parallel_for(Kokkos::TeamVectorRange(team, d), [&](int64_t j) { row[j] += token[j]; });
-        }
-        team.team_barrier();
-        Kokkos::parallel_for(Kokkos::TeamVectorRange(team, d),
-                             [&](int64_t j) { row[j] /= static_cast<float>(T); });
+        token_mean(team, O, b, O.extent(2), row);
         team.team_barrier();
         Kokkos::single(Kokkos::PerTeam(team), [&]() {
           float x[kDim];
@@ -446,35 +439,7 @@ inline void query_fused(const ConstCube& O, const ConstMat& nudge, const ConstVe
       });
 }
 
-// ---- the LIoR step and the accumulators ------------------------------------------------------------
-
-/// sqrt(max(0, Σ_i g_i v_i²) + eps) of row b, as ref::lior_step.
-KOKKOS_INLINE_FUNCTION float lior_speed(const ConstMat& v, const ConstVec& g, int64_t b) {
-  float quadratic_form = 0;
-  for (int i = 0; i < kDim; ++i) quadratic_form += g(i) * v(b, i) * v(b, i);
-  return speed_from_quadratic_form(quadratic_form);
-}
-
-inline void lior_speeds(const ConstMat& v, const ConstVec& g, const Vec& s) {
-  Kokkos::parallel_for(
-      kLiorSpeedLabel, RangePolicy(0, s.extent(0)), KOKKOS_LAMBDA(int64_t b) { s(b) = lior_speed(v, g, b); });
-}
-
-inline void lior_scale(const ConstVec& R, const ConstVec& s, const Vec& dlior) {
-  Kokkos::parallel_for(
-      kLiorScaleLabel, RangePolicy(0, s.extent(0)), KOKKOS_LAMBDA(int64_t b) { dlior(b) = R(b) * s(b); });
-}
-
-/// s and dlior from one evaluation of the quadratic form per row (lior_step_fused).
-inline void lior_speeds_and_scale(const ConstMat& v, const ConstVec& g, const ConstVec& R, const Vec& s,
-                                  const Vec& dlior) {
-  Kokkos::parallel_for(
-      kLiorFusedLabel, RangePolicy(0, s.extent(0)), KOKKOS_LAMBDA(int64_t b) {
-        const float speed = lior_speed(v, g, b);
-        s(b) = speed;
-        dlior(b) = R(b) * speed;
-      });
-}
+// ---- the accumulators and the metrics ------------------------------------------------------------
 
 /// lior_acc = R_acc = spd_acc = 0, vel_acc = 0: one kernel (Kokkos' own fill for a View of rank
 /// >= 1 builds its kernel label as a heap-allocated string on every call).
@@ -630,34 +595,26 @@ inline void window_metrics_deferred(const ConstMat& partial, float count, const 
 
 // ---- the window ------------------------------------------------------------------------------------
 
-/// The window's phases as switches (each phase keeps the previous ones).
-struct WindowPlan {
-  explicit WindowPlan(int phase)
-      : batched_metrics(phase >= 1),
-        fused_lior_spd(phase >= 3),
-        fused_retrieval(phase >= 4),
-        preallocated(phase >= 6),
-        hoisted_batch(phase >= 8),
-        last_step_act(phase >= 9),
-        fused_window(phase >= 10) {}
-  bool batched_metrics, fused_lior_spd, fused_retrieval, preallocated, hoisted_batch, last_step_act,
-      fused_window;
-};
+namespace suite = pb::suites::trainer2;
 
-/// Phases of the seed's catalog that these Kokkos variants register without running them, and why.
-inline std::optional<CannotRun> kokkos_window_phase_support(int phase) {
-  if (phase == 5)
-    return CannotRun{CannotRun::Kind::Unsupported,
-                     "adaptive_cleanup tunes when a caching allocator is emptied (torch.cuda.empty_cache); "
-                     "Kokkos Views allocate and free device memory directly, there is no cache to empty"};
-  if (phase == 7)
-    return CannotRun{
-        CannotRun::Kind::Unsupported,
-        "graph_capture replays a CUDA graph captured from the window's launches; the Kokkos "
-        "variants do not build one (Kokkos::Experimental::Graph needs every kernel declared as a "
-        "graph node, and Debian's Serial-only Kokkos 3.4 runs graph nodes eagerly)"};
-  return std::nullopt;
-}
+/// The optimizations of the variant's plan that change a window, read once from its context.
+struct WindowPlan {
+  explicit WindowPlan(const VariantContext& context)
+      : batched_metrics(context.has(suite::kBatchedMetrics)),
+        fused_lior_spd(context.has(suite::kFusedLiorSpd)),
+        fused_retrieval(context.has(suite::kJitFusion)),
+        preallocated(context.has(suite::kInPlace)),
+        hoisted_batch(context.has(suite::kHoistedRetrievalBatch)),
+        last_step_act(context.has(suite::kLastStepAct)),
+        temporal_blocking(context.has(suite::kTemporalBlocking)) {}
+  bool batched_metrics, fused_lior_spd, fused_retrieval, preallocated, hoisted_batch, last_step_act;
+  // On Kokkos deferring the metrics and blocking the field in time are one change: the deferred
+  // metrics are computed after the loop from the per-block sums Σ |F_t| that the blocked field
+  // kernel leaves (window_metrics_deferred), and the field leaves the loop as one kernel only once
+  // no per-step metric is read there. So the ladder registers temporal_blocking alone, and the
+  // deferred_metrics that the plan holds with it adds nothing of its own here.
+  bool temporal_blocking;
+};
 
 /// The fixed inputs of a window, on the device.
 struct WindowInputsDevice {
@@ -666,10 +623,18 @@ struct WindowInputsDevice {
   ConstVec g, theta;
 };
 
-/// A field: F and P (advanced by a window), F_eq (fixed).
+/// A field: F and P (advanced by a window), F_eq (fixed during a window).
 struct FieldState {
-  Vec F, P;
-  ConstVec F_eq;
+  Vec F, P, F_eq;
+
+  /// F = F0, P = 0, F_eq = F0: the state a trainer starts from (asynchronous device copies and
+  /// one kernel: no host wait).
+  void start_from(const ConstVec& F0) const {
+    const ExecSpace exec;
+    Kokkos::deep_copy(exec, F, F0);
+    set_zero(P);
+    Kokkos::deep_copy(exec, F_eq, F0);
+  }
 };
 
 /// What a window leaves on the device besides the field.
@@ -694,31 +659,31 @@ struct WindowResultDevice {
   void add_outputs(ArrayMap& out, const std::string& prefix, const ref::WindowDims& dims,
                    const FieldState& field) const {
     ref::WindowResult<float> host;
-    const std::vector<float> means = to_floats(scalars);
+    const std::vector<float> means = to_host_vector(scalars);
     host.lior = means.at(0);
     host.R = means.at(1);
     host.spd = means.at(2);
-    host.act = to_floats(act);
-    host.vbar = to_floats(vbar);
-    host.path = to_floats(path);
-    suites::trainer2::add_window_outputs(out, prefix, dims, host, to_floats(field.F), to_floats(field.P),
-                                         ElementType::Float32);
+    host.act = to_host_vector(act);
+    host.vbar = to_host_vector(vbar);
+    host.path = to_host_vector(path);
+    suite::add_window_outputs(out, prefix, dims, host, to_host_vector(field.F), to_host_vector(field.P),
+                                ElementType::Float32);
   }
 };
 
-/// One run_window on Kokkos, per the phase. Built in setup(): it allocates every buffer the
-/// phase keeps (phases >= 6 allocate nothing in run()). Not thread-safe; one per window in flight.
+/// One run_window on Kokkos, as the plan asks. Built in setup(): it allocates every buffer the
+/// plan keeps (with inplace, run() allocates nothing). Not thread-safe; one per window in flight.
 class WindowRunner {
  public:
-  WindowRunner(const ref::WindowDims& dims, int phase)
-      : dims_(dims), plan_(phase), shape_{dims.nx, dims.ny, dims.channels} {
+  WindowRunner(const ref::WindowDims& dims, const WindowPlan& plan)
+      : dims_(dims), plan_(plan), shape_{dims.nx, dims.ny, dims.channels} {
     zero_row_ = Vec("trainer2/field/zero_row", dims.channels);
     if (plan_.preallocated) {
       kept_step_ = allocate_step_buffers();
       kept_batch_ = allocate_batch_buffers();
       kept_accumulators_ = allocate_accumulators();
     }
-    if (plan_.fused_window) {
+    if (plan_.temporal_blocking) {
       partial_ = Mat("trainer2/field/modulus_partial", dims.steps, field_window_policy(shape_).league_size());
       reserve_field_window_scratch(shape_);
       R_step_ = Vec("trainer2/window/R_step", dims.steps);
@@ -732,7 +697,20 @@ class WindowRunner {
     }
   }
 
-  /// Phases < 10: one window that advances `field` in place.
+  /// One window from F = F0, P = 0, F_eq = F0, its final F and P in `field`: with
+  /// temporal_blocking the blocked window reads F0 where it lies (run_from_rest); else `field` is
+  /// set to that state (a reset that is part of the work) and advanced in place.
+  void run_from_start(const WindowInputsDevice& in, const ConstMat& nudge, const ConstVec& F0, const FieldState& field,
+                      WindowResultDevice& out) {
+    if (plan_.temporal_blocking) {
+      run_from_rest(in, nudge, F0, F0, field, out);
+      return;
+    }
+    field.start_from(F0);
+    run(in, nudge, field, out);
+  }
+
+  /// Without temporal_blocking: one window that advances `field` in place.
   void run(const WindowInputsDevice& in, const ConstMat& nudge, const FieldState& field,
            WindowResultDevice& out) {
     Accumulators acc = plan_.preallocated ? zeroed(kept_accumulators_) : allocate_accumulators();
@@ -749,7 +727,7 @@ class WindowRunner {
         build_batch(in, nudge, batch, step.shifted);
       }
       if (!plan_.last_step_act || t == dims_.steps - 1) retrieve(in, batch, step, out.act);
-      lior_step(batch.q, in.g, step);
+      lior_step_and_means(batch.q, in.g, step);
       accumulate(acc, step, batch.q);
       push_path(out.path, t, batch.q, step.mean_R, step.mean_dlior);
       read_progress(acc, t);
@@ -760,7 +738,7 @@ class WindowRunner {
     out.q_state = batch.q_state;
   }
 
-  /// Phase 10: one window from rest (F = F_start, P = 0, F_eq fixed) in five kernels: the
+  /// With temporal_blocking: one window from rest (F = F_start, P = 0, F_eq fixed) in five kernels: the
   /// query; the field of all W steps (field_window); the deferred metrics; the last step's
   /// retrieval; then ONE host read of the progress log. The final F and P land in `result`.
   void run_from_rest(const WindowInputsDevice& in, const ConstMat& nudge, const ConstVec& F_start,
@@ -777,13 +755,11 @@ class WindowRunner {
     out.q_state = batch.q_state;
   }
 
-  const WindowPlan& plan() const { return plan_; }
-
  private:
   struct StepBuffers {
     Vec modulus, R;  // |F| per complex value; R broadcast to [B]
     Cell modulus_sum;
-    Vec speed_again, s, dlior;  // speed_again: lior_step's own s (phases < 3 compute s twice)
+    Vec speed_again, s, dlior;  // speed_again: lior_step's own s (without fused_lior_spd)
     Cell mean_dlior, mean_R, mean_s;
     Mat shifted;             // q + nudge
     Mat weights;             // [B,K]
@@ -798,13 +774,13 @@ class WindowRunner {
     Mat velocity;
   };
 
-  // Every buffer of one step, freshly allocated: the out-of-place phases call this every step
-  // (each tensor op allocates its result), the preallocated ones once in the constructor.
+  // Every buffer of one step, freshly allocated: without inplace every step (each tensor op
+  // allocates its result), with it once in the constructor.
   StepBuffers allocate_step_buffers() const {
     const int64_t B = dims_.batch;
     StepBuffers step;
     step.weights = uninitialized<Mat>(kWeightsLabel, B, dims_.candidates());
-    if (plan_.fused_window) return step;  // the fused window keeps its own buffers
+    if (plan_.temporal_blocking) return step;  // the blocked window keeps its own buffers
     step.modulus = uninitialized<Vec>(kModulusLabel, dims_.field_size() / 2);
     step.R = uninitialized<Vec>(kCurvatureLabel, B);
     step.modulus_sum = uninitialized<Cell>(kModulusSumLabel);
@@ -826,7 +802,7 @@ class WindowRunner {
     batch.q = uninitialized<Mat>(kTokenMeanLabel, B, kDim);
     batch.q_state = uninitialized<Mat>(kTokenMeanLabel, B, dims_.state_dim);
     batch.q_rot = uninitialized<Mat>(kRotateLabel, B, kDim);
-    if (!plan_.fused_window) {
+    if (!plan_.temporal_blocking) {
       batch.cand_coord = uninitialized<Cube>(kCandCoordLabel, B, K, kDim);
       batch.cand_state = uninitialized<Cube>(kCandStateLabel, B, K, dims_.state_dim);
     }
@@ -868,32 +844,21 @@ class WindowRunner {
     }
   }
 
-  // 4. The retrieval: op by op, or one fused kernel (phase 4).
-  void retrieve(const WindowInputsDevice& in, const Batch& batch, const StepBuffers& step,
-                const Mat& act) const {
-    if (plan_.fused_retrieval) {
-      retrieval_fused(MaterializedCandidates{batch.cand_coord, batch.cand_state}, batch.q_rot, in.g, step.R,
-                      step.weights, act);
-    } else {
-      retrieval_op_by_op(batch.q_rot, batch.cand_coord, batch.cand_state, in.g, step.R, step.weights, act);
-    }
+  // 4. The retrieval: op by op, or one kernel with jit_fusion.
+  void retrieve(const WindowInputsDevice& in, const Batch& batch, const StepBuffers& step, const Mat& act) const {
+    retrieval(plan_.fused_retrieval, batch.q_rot, batch.cand_coord, batch.cand_state, in.g, step.R, step.weights,
+              act);
   }
 
-  // 5. The LIoR step and the three batch means (s computed twice before phase 3).
-  void lior_step(const ConstMat& v, const ConstVec& g, const StepBuffers& step) const {
-    if (plan_.fused_lior_spd) {
-      lior_speeds_and_scale(v, g, step.R, step.s, step.dlior);
-    } else {
-      lior_speeds(v, g, step.speed_again);
-      lior_scale(step.R, step.speed_again, step.dlior);
-      lior_speeds(v, g, step.s);
-    }
+  // 5. The LIoR step (s twice, or once with fused_lior_spd) and the three batch means.
+  void lior_step_and_means(const ConstMat& v, const ConstVec& g, const StepBuffers& step) const {
+    lior_step(plan_.fused_lior_spd, v, g, step.R, step.s, step.dlior, step.speed_again);
     mean_into(step.dlior, step.mean_dlior);
     mean_into(step.R, step.mean_R);
     mean_into(step.s, step.mean_s);
   }
 
-  // 6. The accumulators: in place (phase 6), or each sum into a fresh View.
+  // 6. The accumulators: in place (inplace), or each sum into a fresh View.
   void accumulate(Accumulators& acc, const StepBuffers& step, const ConstMat& v) const {
     if (plan_.preallocated) {
       add_cells(acc.lior, acc.lior, step.mean_dlior);
@@ -911,8 +876,8 @@ class WindowRunner {
     acc = next;
   }
 
-  // 8. The host reads the progress metrics: three reads (phase 0), or one read of the three
-  // stacked in a device buffer made once (the seed's pre-allocated progress_metrics_gpu).
+  // 8. The host reads the progress metrics: three reads, or with batched_metrics one read of the
+  // three stacked in a device buffer made once (the seed's pre-allocated progress_metrics_gpu).
   void read_progress(const Accumulators& acc, int64_t t) {
     const float steps = static_cast<float>(t + 1);
     if (!plan_.batched_metrics) {
@@ -945,12 +910,12 @@ class WindowRunner {
   StepBuffers kept_step_;
   Batch kept_batch_;
   Accumulators kept_accumulators_;
-  // phases < 10: the per-step progress read
+  // without temporal_blocking: the per-step progress read
   Vec progress_;
   Vec::HostMirror progress_host_;
   HostCell progress_cell_;
   float last_progress_[3] = {0, 0, 0};
-  // phase 10
+  // with temporal_blocking
   Vec R_step_, R_last_;
   Mat partial_, progress_log_;
   Mat::HostMirror progress_log_host_;

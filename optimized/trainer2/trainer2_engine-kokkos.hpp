@@ -1,8 +1,12 @@
 #pragma once
-// Kernels of the trainer2 suite on Kokkos, shared by retrieval-, rotor_update-, window- and
-// train_step-kokkos.cpp. The math is reference/trainer2/trainer2.hpp, in its order of operations
-// (so that on one thread most results match the fp32 reference bit for bit); the window ladder
-// that strings these kernels together is in trainer2_window-kokkos.hpp.
+// The trainer2 suite's building blocks on Kokkos, written once for every Kokkos variant: the
+// views and constants, the rotor update, the retrieval and the LIoR speed, each with the
+// variants of it the catalog's optimizations ask for (per-pair or vectorized_rotor; op by op or
+// jit_fusion; twice or fused_lior_spd). The unit workloads (lior_step, retrieval, rotor_update)
+// call them directly; the window and the training step string them together with the field
+// dynamics in trainer2_engine_window-kokkos.hpp. The math is reference/trainer2/trainer2.hpp, in
+// its order of operations (so that on one thread most results match the fp32 reference bit for
+// bit).
 //
 // Conventions: every kernel runs on Kokkos::DefaultExecutionSpace and its memory space. Kernels
 // are free functions, never member functions (CUDA builds reject KOKKOS_LAMBDA inside private
@@ -10,17 +14,13 @@
 // because the inner loops run along the last index: contiguous for a host core, coalesced across
 // the threads of a team on a GPU. Per-site and per-row kernels are team kernels (one team per
 // field site or batch row, TeamVectorRange over the contiguous channels or states). Nothing here
-// reads the host; every host read goes through the counted helpers of kokkos_backend.hpp.
+// reads the host except through the counted helpers of backends/kokkos/kokkos_backend.hpp.
 
 #include <cmath>
 #include <cstdint>
-#include <limits>
-#include <stdexcept>
 #include <string>
-#include <vector>
 
 #include "backends/kokkos/kokkos_backend.hpp"
-#include "phasebench/arrays.hpp"
 #include "reference/trainer2/trainer2.hpp"
 
 namespace pb::kokkos_backend::trainer2 {
@@ -44,39 +44,6 @@ using HostCell = Kokkos::View<float, Kokkos::HostSpace>;
 using HostIndexCell = Kokkos::View<int, Kokkos::HostSpace>;
 using TeamPolicy = Kokkos::TeamPolicy<ExecSpace, Kokkos::IndexType<int64_t>>;
 using Member = TeamPolicy::member_type;
-
-/// A fresh View whose contents the next kernel overwrites (as a tensor op allocates its result).
-template <class ViewType, class... Extents>
-ViewType uninitialized(const std::string& label, Extents... extents) {
-  return ViewType(Kokkos::view_alloc(Kokkos::WithoutInitializing, label), extents...);
-}
-
-/// A device View of `shape` holding `array`'s values rounded to float (setup only: it allocates,
-/// fills a host mirror and copies).
-template <class ViewType, class... Extents>
-ViewType to_device(const std::string& label, const HostArray& array, Extents... extents) {
-  ViewType device = uninitialized<ViewType>(label, extents...);
-  if (static_cast<int64_t>(device.span()) != array.numel())
-    throw std::invalid_argument("trainer2-kokkos: " + label + " has " + std::to_string(array.numel()) +
-                                " values, expected " + std::to_string(device.span()));
-  auto host = Kokkos::create_mirror_view(device);
-  for (int64_t i = 0; i < array.numel(); ++i) host.data()[i] = static_cast<float>(array.values[i]);
-  Kokkos::deep_copy(device, host);
-  return device;
-}
-
-/// A device View's values in row-major order (outputs(): untimed, not counted).
-template <class ViewType>
-std::vector<float> to_floats(const ViewType& device) {
-  const auto host = copy_for_outputs(device);
-  return std::vector<float>(host.data(), host.data() + host.span());
-}
-
-/// NaN into every element (poison_outputs(); blocks).
-template <class ViewType>
-void fill_nan(const ViewType& view) {
-  if (view.is_allocated()) Kokkos::deep_copy(view, std::numeric_limits<float>::quiet_NaN());
-}
 
 // ---- constants, in the reference's float rounding ------------------------------------------------
 
@@ -197,14 +164,43 @@ inline void rotor_update_vectorized(const ConstVec& u, const ConstCell& lior_dif
       });
 }
 
-/// The (i, j) coordinates of each learnt pair, on the device (what the baseline reads back).
+/// The (i, j) coordinates of each learnt pair, on the device (what the per-pair update reads back).
 inline IndexVec rotor_pair_indices() {
-  IndexVec pairs("rotor_pairs", 2 * kAngles);  // short label: read back by deep_copy
-  auto host = Kokkos::create_mirror_view(pairs);
-  for (int k = 0; k < kAngles; ++k) ref::rotor_pair(k, host(2 * k), host(2 * k + 1));
-  Kokkos::deep_copy(pairs, host);
-  return pairs;
+  const auto coordinate = [](int64_t i) {
+    int a, b;
+    ref::rotor_pair(static_cast<int>(i / 2), a, b);
+    return i % 2 == 0 ? a : b;
+  };
+  return filled_on_device<IndexVec>("rotor_pairs", coordinate, 2 * kAngles);  // short label: read back by deep_copy
 }
+
+/// The rotor update a variant's plan asks for: one kernel with vectorized_rotor, else the
+/// original per-pair loop, whose pair table and host cells are made here (in setup()).
+class RotorUpdate {
+ public:
+  RotorUpdate() = default;
+  explicit RotorUpdate(bool vectorized) : vectorized_(vectorized) {
+    if (vectorized_) return;
+    pairs_ = rotor_pair_indices();
+    index_cell_ = HostIndexCell("pair_index");
+    value_cell_ = HostCell("u_value");
+  }
+
+  /// θ updated in place from u and Δ = lior_diff().
+  void operator()(const ConstVec& u, const ConstCell& lior_diff, const Vec& theta) const {
+    if (vectorized_) {
+      rotor_update_vectorized(u, lior_diff, theta);
+    } else {
+      rotor_update_per_pair(pairs_, u, lior_diff, theta, index_cell_, value_cell_);
+    }
+  }
+
+ private:
+  bool vectorized_ = false;
+  IndexVec pairs_;
+  HostIndexCell index_cell_;
+  HostCell value_cell_;
+};
 
 // ---- retrieval ---------------------------------------------------------------------------------------
 
@@ -298,6 +294,23 @@ void retrieval_fused(const Candidates& candidates, const ConstMat& q, const Cons
       });
 }
 
+/// out(b) = x(b, 0) ⊕ x(b, 1) ⊕ ... with ⊕ the Kokkos reducer's join (Max: the row maximum, Sum:
+/// the row sum), one team per row.
+template <class Reducer>
+void reduce_rows(const std::string& label, const ConstMat& x, const Vec& out) {
+  const int64_t K = x.extent(1);
+  Kokkos::parallel_for(
+      label, TeamPolicy(x.extent(0), Kokkos::AUTO), KOKKOS_LAMBDA(const Member& team) {
+        const int64_t b = team.league_rank();
+        float result = 0;
+        const Reducer reducer(result);
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, K), [&](int64_t k, float& partial) { reducer.join(partial, x(b, k)); },
+            reducer);
+        Kokkos::single(Kokkos::PerTeam(team), [&]() { out(b) = result; });
+      });
+}
+
 /// The retrieval step op by op, as the original PyTorch code: u = cand − q; (g u u).sum(−1);
 /// clamp_min(0).add(eps).sqrt(); cost = R[:, None] spd; logits = −β cost; softmax as row max,
 /// exp, row sum, divide; act = (w[..., None] cand_state).sum(1). Each op is one kernel writing a
@@ -334,32 +347,14 @@ inline void retrieval_op_by_op(const ConstMat& q, const ConstCube& cand_coord, c
       kLogitsLabel, rows,
       KOKKOS_LAMBDA(int64_t bk) { logits(bk / K, bk % K) = -kBeta * cost(bk / K, bk % K); });
   const auto row_max = uninitialized<Vec>(kRowMaxLabel, B);
-  Kokkos::parallel_for(
-      kRowMaxLabel, TeamPolicy(B, Kokkos::AUTO), KOKKOS_LAMBDA(const Member& team) {
-        const int64_t b = team.league_rank();
-        float result = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, K),
-            [&](int64_t k, float& running_max) {
-              if (logits(b, k) > running_max) running_max = logits(b, k);
-            },
-            Kokkos::Max<float>(result));
-        Kokkos::single(Kokkos::PerTeam(team), [&]() { row_max(b) = result; });
-      });
+  reduce_rows<Kokkos::Max<float>>(kRowMaxLabel, logits, row_max);
   const auto exps = uninitialized<Mat>(kExpLabel, B, K);
   Kokkos::parallel_for(
       kExpLabel, rows, KOKKOS_LAMBDA(int64_t bk) {
         exps(bk / K, bk % K) = device_math::exp(logits(bk / K, bk % K) - row_max(bk / K));
       });
   const auto row_sum = uninitialized<Vec>(kRowSumLabel, B);
-  Kokkos::parallel_for(
-      kRowSumLabel, TeamPolicy(B, Kokkos::AUTO), KOKKOS_LAMBDA(const Member& team) {
-        const int64_t b = team.league_rank();
-        float result = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, K), [&](int64_t k, float& sum) { sum += exps(b, k); }, result);
-        Kokkos::single(Kokkos::PerTeam(team), [&]() { row_sum(b) = result; });
-      });
+  reduce_rows<Kokkos::Sum<float>>(kRowSumLabel, exps, row_sum);
   Kokkos::parallel_for(
       kNormalizeLabel, rows,
       KOKKOS_LAMBDA(int64_t bk) { weights(bk / K, bk % K) = exps(bk / K, bk % K) / row_sum(bk / K); });
@@ -368,6 +363,67 @@ inline void retrieval_op_by_op(const ConstMat& q, const ConstCube& cand_coord, c
         const int64_t b = team.league_rank();
         mix_states(team, b, weights, act, [&](int64_t k) { return &cand_state(b, k, 0); });
       });
+}
+
+/// The retrieval on a materialized batch: one kernel with jit_fusion, else op by op.
+inline void retrieval(bool fused, const ConstMat& q, const ConstCube& cand_coord, const ConstCube& cand_state,
+                      const ConstVec& g, const ConstVec& R, const Mat& weights, const Mat& act) {
+  if (fused) {
+    retrieval_fused(MaterializedCandidates{cand_coord, cand_state}, q, g, R, weights, act);
+  } else {
+    retrieval_op_by_op(q, cand_coord, cand_state, g, R, weights, act);
+  }
+}
+
+// ---- the LIoR speed -------------------------------------------------------------------------------
+// v may be any rank-2 View of float (lior_step keeps the default layout of its memory space).
+
+inline const std::string kLiorSpeedLabel = "trainer2/lior/speed";
+inline const std::string kLiorScaleLabel = "trainer2/lior/dlior";
+inline const std::string kLiorFusedLabel = "trainer2/lior/speed_dlior";
+
+/// sqrt(max(0, Σ_i g_i v_i²) + eps) of row b, as ref::lior_step.
+template <class Matrix>
+KOKKOS_INLINE_FUNCTION float lior_speed(const Matrix& v, const ConstVec& g, int64_t b) {
+  float quadratic_form = 0;
+  for (int i = 0; i < kDim; ++i) quadratic_form += g(i) * v(b, i) * v(b, i);
+  return speed_from_quadratic_form(quadratic_form);
+}
+
+template <class Matrix>
+void lior_speeds(const Matrix& v, const ConstVec& g, const Vec& s) {
+  Kokkos::parallel_for(
+      kLiorSpeedLabel, RangePolicy(0, s.extent(0)), KOKKOS_LAMBDA(int64_t b) { s(b) = lior_speed(v, g, b); });
+}
+
+inline void lior_scale(const ConstVec& R, const ConstVec& s, const Vec& dlior) {
+  Kokkos::parallel_for(
+      kLiorScaleLabel, RangePolicy(0, s.extent(0)), KOKKOS_LAMBDA(int64_t b) { dlior(b) = R(b) * s(b); });
+}
+
+/// s and dlior from one evaluation of the quadratic form per row (lior_step_fused).
+template <class Matrix>
+void lior_speeds_and_scale(const Matrix& v, const ConstVec& g, const ConstVec& R, const Vec& s, const Vec& dlior) {
+  Kokkos::parallel_for(
+      kLiorFusedLabel, RangePolicy(0, s.extent(0)), KOKKOS_LAMBDA(int64_t b) {
+        const float speed = lior_speed(v, g, b);
+        s(b) = speed;
+        dlior(b) = R(b) * speed;
+      });
+}
+
+/// The LIoR step's s and dlior = R s: with fused_lior_spd one kernel; without it, as the
+/// original, s into `s_first` for dlior, then s again into `s` for the metrics (3 kernels).
+template <class Matrix>
+void lior_step(bool fused, const Matrix& v, const ConstVec& g, const ConstVec& R, const Vec& s, const Vec& dlior,
+               const Vec& s_first) {
+  if (fused) {
+    lior_speeds_and_scale(v, g, R, s, dlior);
+  } else {
+    lior_speeds(v, g, s_first);
+    lior_scale(R, s_first, dlior);
+    lior_speeds(v, g, s);
+  }
 }
 
 }  // namespace pb::kokkos_backend::trainer2

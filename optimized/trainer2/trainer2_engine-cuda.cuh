@@ -1,16 +1,21 @@
 #pragma once
 // trainer2 on CUDA: the kernel bodies ("ops") of the retrieval, rotor_update, window and
-// train_step ladders. Math: reference/trainer2/trainer2.hpp, whose order of operations each body
-// follows (so fp32 results differ from the serial fp32 reference only by summation order and by
-// the device's fused multiply-adds and math library).
+// train_step ladders, the suite's building blocks on this backend. Math:
+// reference/trainer2/trainer2.hpp, whose order of operations each body follows (so fp32 results
+// differ from the serial fp32 reference only by summation order and by the device's fused
+// multiply-adds and math library). The per-element math is the reference's own PB_HOST_DEVICE
+// code, instantiated for float (ref::rotor_apply, ref::retrieval_logit, ref::complex_modulus,
+// ref::path_row, ref::coordinate_mean, ref::field_force_at, ref::metric_update, ref::rotor_step,
+// ref::wrap_angle, and the LIoR speed of reference/trainer2/lior_step.hpp); what is written here is
+// how it is split across threads.
 //
 // Each op is a struct of pointers and sizes with PB_HOST_DEVICE members: what one GPU thread does
 // for its index (elementwise ops), or what every thread of a block does in each stage between
 // barriers (block ops; the contract is in backends/cuda/device_executor.cuh). The ladders
-// (trainer2-cuda-ladders.hpp) queue them on an executor: DeviceExecutor launches them as kernels,
-// the tests' HostExecutor runs them on the host over the whole index space.
+// (trainer2_engine_ladders-cuda.hpp) queue them on an executor: DeviceExecutor launches them as
+// kernels, the tests' HostExecutor runs them on the host over the whole index space.
 
-#include <math.h>
+#include <math.h>  // expf
 
 #include <cstdint>
 
@@ -21,6 +26,7 @@
 namespace pb::cuda_backend::trainer2 {
 
 namespace ref = pb::reference::trainer2;
+namespace lior = pb::cuda_backend::lior_step;  // the LIoR speed, shared with trainer2/lior_step
 
 // ---- constants, as the reference rounds them to float -------------------------------------------
 
@@ -28,17 +34,10 @@ constexpr int kDim = ref::kCoordinateDim;        // n = 8
 constexpr int kSlots = ref::kRotorSlots;         // θ padded to 8
 constexpr int kAngles = ref::kRotorAngles;       // 6 learnt angles
 constexpr int kPathColumns = ref::kPathColumns;  // n + 3
-constexpr float kEps = static_cast<float>(ref::kLiorEps);
 constexpr float kBeta = static_cast<float>(ref::kRetrievalBeta);
-constexpr float kDiffusion = static_cast<float>(ref::kHbar * ref::kHbar / (2 * ref::kMass));
-constexpr float kSpring = static_cast<float>(ref::kSpring);
 constexpr float kHalfDt = static_cast<float>(ref::kDt / 2);
 constexpr float kDtOverMass = static_cast<float>(ref::kDt / ref::kMass);
-constexpr float kEta = static_cast<float>(ref::kEta);
-constexpr float kRotorRate = static_cast<float>(0.01 * ref::kEta);
 constexpr float kNudgeScale = static_cast<float>(ref::kNudgeScale);
-constexpr float kPi = static_cast<float>(ref::kPi);
-constexpr float kTwoPi = static_cast<float>(2 * ref::kPi);
 
 // Block ops use 256 threads and reduce their per-thread partials with a pairwise tree of
 // kTreeLevels stages (half = 128, 64, ..., 1): a fixed summation order, no atomics.
@@ -63,14 +62,8 @@ inline WindowShape window_shape(const ref::WindowDims& dims) {
 
 // ---- small helpers ----------------------------------------------------------------------------
 
-/// std::max / std::min as the reference calls them (the first argument wins ties and NaNs).
-PB_HOST_DEVICE inline float max_of(float a, float b) { return (a < b) ? b : a; }
-PB_HOST_DEVICE inline float min_of(float a, float b) { return (b < a) ? b : a; }
-
-/// sqrt(max(0, quadratic_form) + eps), the speed of the LIoR step and of the retrieval.
-PB_HOST_DEVICE inline float clamped_speed(float quadratic_form) {
-  return sqrtf(max_of(0.f, quadratic_form) + kEps);
-}
+/// std::max as the reference calls it (the first argument wins ties and NaNs).
+using ref::max_of;
 
 /// The half of tree level `level` (0 .. kTreeLevels-1): 128, 64, ..., 1.
 PB_HOST_DEVICE inline int tree_half(int level) { return kBlockThreads >> (level + 1); }
@@ -83,31 +76,16 @@ PB_HOST_DEVICE inline void tree_max(float* partials, int thread, int half) {
   if (thread < half) partials[thread] = max_of(partials[thread], partials[thread + half]);
 }
 
-/// rotor_apply(x, θ): each layer in order, the pairs of a layer on disjoint coordinates.
-PB_HOST_DEVICE inline void rotor_apply(const float* x, const float* theta, float* out) {
-  for (int i = 0; i < kDim; ++i) out[i] = x[i];
-  for (int k = 0; k < kSlots; ++k) {
-    const int layer = k / ref::kPairsPerLayer, p = k % ref::kPairsPerLayer;
-    const int a = (2 * p + layer) % kDim, b = (a + 1) % kDim;
-    const float c = cosf(theta[k]), s = sinf(theta[k]);
-    const float xa = out[a], xb = out[b];
-    out[a] = c * xa - s * xb;
-    out[b] = s * xa + c * xb;
-  }
-}
-
 // ==== step 1: curvature R = mean |F| ==============================================================
 
-/// Phase 0's first kernel: |F| per complex element into a temporary.
+/// Without inplace, the first kernel: |F| per complex element into a temporary.
 struct ComplexModulus {
   const float* F;
   float* modulus;
-  PB_HOST_DEVICE void operator()(int64_t e) const {
-    modulus[e] = sqrtf(F[2 * e] * F[2 * e] + F[2 * e + 1] * F[2 * e + 1]);
-  }
+  PB_HOST_DEVICE void operator()(int64_t e) const { modulus[e] = ref::complex_modulus(F + 2 * e); }
 };
 
-/// Per-block partial sums of |F| (from_field: computed from F on the fly, phases >= 6) or of a
+/// Per-block partial sums of |F| (from_field: computed from F on the fly, inplace) or of a
 /// precomputed modulus array: thread (block, t) sums elements block*256 + t, then every
 /// blocks*256-th one; the block adds its 256 partials in the tree; partials[block] = the sum.
 struct CurvaturePartials {
@@ -123,7 +101,7 @@ struct CurvaturePartials {
   PB_HOST_DEVICE int stages() const { return kTreeLevels + 2; }
   PB_HOST_DEVICE float value(int64_t e) const {
     if (!from_field) return values[e];
-    return sqrtf(values[2 * e] * values[2 * e] + values[2 * e + 1] * values[2 * e + 1]);
+    return ref::complex_modulus(values + 2 * e);
   }
   PB_HOST_DEVICE void stage(int s, int64_t block, int thread, float* shared) const {
     if (s == 0) {
@@ -203,7 +181,7 @@ struct ConcatCandidates {
 
 // ==== step 3: the rotated query ===================================================================
 
-/// Phase 0's separate add: out = q + ν.
+/// Without inplace, a separate add: out = q + ν.
 struct ShiftQuery {
   const float* q;
   const float* nudge;
@@ -220,11 +198,11 @@ struct RotateQuery {
   PB_HOST_DEVICE void operator()(int64_t b) const {
     float shifted[kDim];
     for (int i = 0; i < kDim; ++i) shifted[i] = q[b * kDim + i] + (nudge ? nudge[b * kDim + i] : 0.f);
-    rotor_apply(shifted, theta, out + b * kDim);
+    ref::rotor_apply(shifted, theta, out + b * kDim);
   }
 };
 
-// ==== step 4: retrieval, op by op (phase 0) ======================================================
+// ==== step 4: retrieval, op by op (as the original) ===============================================
 
 /// u[b, k, i] = cand_coord[b, k, i] - q[b, i].
 struct Displacement {
@@ -243,18 +221,14 @@ struct QuadraticForm {
   const float* u;
   const float* g;
   float* out;
-  PB_HOST_DEVICE void operator()(int64_t r) const {
-    float sum = 0.f;
-    for (int i = 0; i < kDim; ++i) sum += g[i] * u[r * kDim + i] * u[r * kDim + i];
-    out[r] = sum;
-  }
+  PB_HOST_DEVICE void operator()(int64_t r) const { out[r] = ref::quadratic_form(g, u + r * kDim); }
 };
 
 /// spd = sqrt(max(0, quadratic_form) + eps).
 struct ClampedSqrt {
   const float* quadratic_form;
   float* spd;
-  PB_HOST_DEVICE void operator()(int64_t r) const { spd[r] = clamped_speed(quadratic_form[r]); }
+  PB_HOST_DEVICE void operator()(int64_t r) const { spd[r] = ref::clamped_speed(quadratic_form[r]); }
 };
 
 /// cost[b, k] = R[b] spd[b, k].
@@ -304,7 +278,7 @@ struct BlockSoftmax {
   }
 };
 
-/// Phase 0's softmax: one block per row b, weights[b, :] = softmax(logits[b, :]).
+/// The op-by-op softmax: one block per row b, weights[b, :] = softmax(logits[b, :]).
 struct SoftmaxRows {
   static constexpr int kThreads = kBlockThreads;
   const float* logits;
@@ -351,7 +325,7 @@ struct SumOverCandidates {
   }
 };
 
-// ==== step 4: retrieval as one kernel (phase 4) ===================================================
+// ==== step 4: retrieval as one kernel (jit_fusion) ================================================
 
 /// The whole retrieval step in one block op. Block (b, tile) computes row b's K logits into
 /// shared memory, its softmax (BlockSoftmax), and act[b, j] for the kMixColumns columns j of its
@@ -382,12 +356,7 @@ struct FusedRetrieval {
 
   /// -β R_b spd_bk, with spd from the displacement of candidate k from the query.
   PB_HOST_DEVICE float logit(int64_t b, int64_t k) const {
-    float quadratic_form = 0.f;
-    for (int i = 0; i < kDim; ++i) {
-      const float u = cand_coord[(b * candidates + k) * kDim + i] - q[b * kDim + i];
-      quadratic_form += g[i] * u * u;
-    }
-    return -kBeta * (R[b] * clamped_speed(quadratic_form));
+    return ref::retrieval_logit(cand_coord + (b * candidates + k) * kDim, q + b * kDim, g, R[b]);
   }
 
   PB_HOST_DEVICE void stage(int s, int64_t block, int thread, float* shared) const {
@@ -429,9 +398,7 @@ struct FusedRetrieval {
 
 // ==== steps 5-7: LIoR step, accumulators, path buffer ============================================
 
-namespace lior = pb::cuda_backend::lior_step;
-
-/// s[b] (v = q), computed twice in phases 0-2 (once in lior_step, once for the metrics).
+/// s[b] (v = q), computed twice without fused_lior_spd (once in lior_step, once for the metrics).
 struct Speed {
   const float* v;
   const float* g;
@@ -446,7 +413,7 @@ struct Dlior {
   PB_HOST_DEVICE void operator()(int64_t b) const { lior::dlior_row(b, R, s, dlior); }
 };
 
-/// Phase 3: s computed once, returned with dlior.
+/// fused_lior_spd: s computed once, returned with dlior.
 struct FusedLior {
   const float* v;
   const float* R;
@@ -456,7 +423,7 @@ struct FusedLior {
   PB_HOST_DEVICE void operator()(int64_t b) const { lior::fused_lior_row(b, v, R, g, s, dlior); }
 };
 
-/// Phase 0: one mean per launch (one thread; B is a handful of rows), sum in row order.
+/// Without batched_metrics: one mean per launch (one thread; B is a handful of rows), sum in row order.
 struct MeanOfRows {
   const float* x;
   int64_t rows;
@@ -483,7 +450,7 @@ PB_HOST_DEVICE inline void metric_means(const float* dlior, const float* R, cons
   means[2] = sum_s / count;
 }
 
-/// Phases 1-5: the three means in one launch.
+/// batched_metrics (until inplace): the three means in one launch.
 struct MetricMeans {
   const float* dlior;
   const float* R;
@@ -493,18 +460,9 @@ struct MetricMeans {
   PB_HOST_DEVICE void operator()(int64_t) const { metric_means(dlior, R, s, rows, means); }
 };
 
-/// Path row t: mean_b v (n), mean R, mean dlior, |mean_b v|.
+/// Path row t: mean_b v (n), mean R, mean dlior, |mean_b v|; means = {dlior, R, s}.
 PB_HOST_DEVICE inline void path_row(const float* v, int64_t batch, const float* means, float* row) {
-  float norm_sq = 0.f;
-  for (int i = 0; i < kDim; ++i) {
-    float mean_v = 0.f;
-    for (int64_t b = 0; b < batch; ++b) mean_v += v[b * kDim + i];
-    row[i] = mean_v / static_cast<float>(batch);
-    norm_sq += row[i] * row[i];
-  }
-  row[kDim] = means[1];
-  row[kDim + 1] = means[0];
-  row[kDim + 2] = sqrtf(norm_sq);
+  ref::path_row(v, batch, means[1], means[0], row);
 }
 
 struct PathRow {
@@ -515,7 +473,7 @@ struct PathRow {
   PB_HOST_DEVICE void operator()(int64_t) const { path_row(v, batch, means, row); }
 };
 
-/// Out of place (phases 0-5): acc_out = acc_in + means ({lior, R, spd} += {dlior, R, s} means).
+/// Out of place (without inplace): acc_out = acc_in + means ({lior, R, spd} += {dlior, R, s} means).
 struct AccumulateScalars {
   const float* acc_in;
   const float* means;
@@ -523,7 +481,7 @@ struct AccumulateScalars {
   PB_HOST_DEVICE void operator()(int64_t k) const { acc_out[k] = acc_in[k] + means[k]; }
 };
 
-/// Out of place (phases 0-5): vel_out = vel_in + v.
+/// Out of place (without inplace): vel_out = vel_in + v.
 struct AccumulateVelocity {
   const float* vel_in;
   const float* v;
@@ -531,8 +489,8 @@ struct AccumulateVelocity {
   PB_HOST_DEVICE void operator()(int64_t e) const { vel_out[e] = vel_in[e] + v[e]; }
 };
 
-/// Phases >= 6, one launch of max(B n, 1) threads: thread 0 computes the means, adds them to the
-/// accumulators in place, writes the path row (and, phase 10, the log row: the accumulators
+/// inplace, one launch of max(B n, 1) threads: thread 0 computes the means, adds them to the
+/// accumulators in place, writes the path row (and, deferred_metrics, the log row: the accumulators
 /// after this step); every thread e < B n adds v[e] to vel_acc in place.
 struct MetricsInPlace {
   const float* dlior;
@@ -575,20 +533,16 @@ struct FinishWindow {
 
 // ==== step 9: the field's Störmer–Verlet step =====================================================
 
-/// Force(F)_i = (ħ²/2m) Lap(F)_i - k (F_i - F_eq_i), the Laplacian over (x, y) with zero padding.
+/// Force(F)_i = (ħ²/2m) Lap(F)_i - k (F_i - F_eq_i), the Laplacian over (x, y) with zero padding:
+/// ref::field_force_at at the (x, y) of flat index i.
 PB_HOST_DEVICE inline float field_force(const WindowShape& shape, const float* F, const float* F_eq,
                                         int64_t i) {
-  const int64_t ch = shape.channels, ny = shape.ny, nx = shape.nx;
+  const int64_t ch = shape.channels, ny = shape.ny;
   const int64_t y = (i / ch) % ny, x = i / (ch * ny);
-  const float right = x + 1 < nx ? F[i + ny * ch] : 0.f;  // the reference's order: x+1, x-1,
-  const float left = x > 0 ? F[i - ny * ch] : 0.f;        // y+1, y-1, then -4 F
-  const float up = y + 1 < ny ? F[i + ch] : 0.f;
-  const float down = y > 0 ? F[i - ch] : 0.f;
-  const float laplacian = right + left + up + down - 4 * F[i];
-  return kDiffusion * laplacian - kSpring * (F[i] - F_eq[i]);
+  return ref::field_force_at(shape.nx, ny, ch, x, y, i, F, F_eq);
 }
 
-/// Phases 0-5: the force into a temporary, then the kick and drift updates as separate kernels.
+/// Without inplace: the force into a temporary, then the kick and drift updates as separate kernels.
 struct FieldForce {
   WindowShape shape;
   const float* F;
@@ -609,7 +563,7 @@ struct Drift {  // F += dt/m P
   PB_HOST_DEVICE void operator()(int64_t i) const { F[i] += kDtOverMass * P[i]; }
 };
 
-/// Phases >= 6: P += dt/2 Force(F) in place, no force temporary (reads F, writes only P).
+/// inplace: P += dt/2 Force(F) in place, no force temporary (reads F, writes only P).
 struct FusedKick {
   WindowShape shape;
   const float* F;
@@ -637,11 +591,7 @@ struct ContrastiveInputs {
   float* u;                     // [n]
   float* lior_diff;             // [1]
   PB_HOST_DEVICE void operator()(int64_t) const {
-    for (int i = 0; i < kDim; ++i) {
-      float sum = 0.f;
-      for (int64_t b = 0; b < batch; ++b) sum += free_vbar[b * kDim + i];
-      u[i] = sum / static_cast<float>(batch);
-    }
+    for (int i = 0; i < kDim; ++i) u[i] = ref::coordinate_mean(free_vbar, batch, i);
     *lior_diff = nudged_scalars[0] - free_scalars[0];
   }
 };
@@ -652,48 +602,24 @@ struct MetricUpdate {
   const float* theta;
   const float* lior_diff;
   float* g;
-  PB_HOST_DEVICE void operator()(int64_t) const {
-    float u_r[kDim];
-    rotor_apply(u, theta, u_r);
-    float norm_sq = 0.f;
-    for (int i = 0; i < kDim; ++i) norm_sq += u_r[i] * u_r[i];
-    const float delta = *lior_diff;
-    for (int i = 0; i < kDim; ++i) {
-      const float updated = g[i] + kEta * delta * u_r[i] * u_r[i] / (norm_sq + 1e-8f);
-      g[i] = min_of(max_of(updated, 0.01f), 100.f);
-    }
-  }
+  PB_HOST_DEVICE void operator()(int64_t) const { ref::metric_update(u, theta, *lior_diff, g); }
 };
 
-/// θ wrapped to [-π, π).
-PB_HOST_DEVICE inline float wrap_angle(float theta) {
-  float wrapped = fmodf(theta + kPi, kTwoPi);
-  if (wrapped < 0) wrapped += kTwoPi;
-  return wrapped - kPi;
-}
-
-/// θ_k + 0.01 η (-Δ) atan2(u_j, u_i) r for r = hypot(u_i, u_j) >= 1e-6, else θ_k unchanged.
-PB_HOST_DEVICE inline float rotor_step(float theta, float u_i, float u_j, float lior_diff) {
-  const float r = hypotf(u_i, u_j);
-  if (r >= 1e-6f) theta += kRotorRate * (-lior_diff) * atan2f(u_j, u_i) * r;
-  return theta;
-}
-
-/// Phases 0-1: the angle of pair k from u_i, u_j that the host read back (the original's loop).
+/// Without vectorized_rotor: the angle of pair k from u_i, u_j that the host read back (the original's loop).
 struct RotorPairUpdate {
   int k;
   float u_i, u_j;
   const float* lior_diff;
   float* theta;
-  PB_HOST_DEVICE void operator()(int64_t) const { theta[k] = rotor_step(theta[k], u_i, u_j, *lior_diff); }
+  PB_HOST_DEVICE void operator()(int64_t) const { theta[k] = ref::rotor_step(theta[k], u_i, u_j, *lior_diff); }
 };
 
 struct WrapAngles {
   float* theta;
-  PB_HOST_DEVICE void operator()(int64_t k) const { theta[k] = wrap_angle(theta[k]); }
+  PB_HOST_DEVICE void operator()(int64_t k) const { theta[k] = ref::wrap_angle(theta[k]); }
 };
 
-/// Phase >= 2: thread k gathers (i, j) = (pair_i[k], pair_j[k]) and u_i, u_j, updates θ_k
+/// vectorized_rotor: thread k gathers (i, j) = (pair_i[k], pair_j[k]) and u_i, u_j, updates θ_k
 /// (k < 6) and wraps it: the whole rotor update in one launch of kSlots threads.
 struct VectorizedRotorUpdate {
   const float* u;
@@ -703,8 +629,8 @@ struct VectorizedRotorUpdate {
   float* theta;
   PB_HOST_DEVICE void operator()(int64_t k) const {
     float angle = theta[k];
-    if (k < kAngles) angle = rotor_step(angle, u[pair_i[k]], u[pair_j[k]], *lior_diff);
-    theta[k] = wrap_angle(angle);
+    if (k < kAngles) angle = ref::rotor_step(angle, u[pair_i[k]], u[pair_j[k]], *lior_diff);
+    theta[k] = ref::wrap_angle(angle);
   }
 };
 

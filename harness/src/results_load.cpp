@@ -1,14 +1,14 @@
-// Reading a run back for `compare`, `merge` and `baseline`: results.csv through the CSV field
-// tables (results_csv.cpp), the samples beside it, machine.json.
+// Reading a run back (results_model.hpp): results.csv through the CSV field tables
+// (results_csv.cpp), the samples beside it, machine.json and catalog.json.
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 
-#include "compare.hpp"
 #include "phasebench/errors.hpp"
+#include "results_model.hpp"
 
-namespace pb::compare {
+namespace pb::results {
 namespace fs = std::filesystem;
 
 std::string row_key(const ResultRow& row) {
@@ -30,6 +30,21 @@ std::string RunData::fingerprint() const {
   if (machine.is_object() && machine.contains("fingerprint") && machine["fingerprint"].is_string())
     return machine["fingerprint"].get<std::string>();
   return "";
+}
+
+std::optional<roofline::Ceilings> RunData::ceilings(std::string* why_not) const {
+  std::string problem;
+  if (machine.is_null()) problem = "no machine.json beside the results";
+  else if (!machine.is_object() || !machine.contains("roofline"))
+    problem = "machine.json has no \"roofline\" (a run from before the roofline probe)";
+  else
+    try {
+      return roofline::from_json(machine["roofline"]);
+    } catch (const InputError& error) {
+      problem = error.what();
+    }
+  if (why_not) *why_not = problem;
+  return std::nullopt;
 }
 
 namespace {
@@ -62,36 +77,6 @@ std::string sample_key(const SampleRow& sample, const std::map<std::string, std:
   return found == by_key_without_suite.end() ? row_key(sample) : found->second;
 }
 
-void index_samples(RunData& run, const std::string& samples_path) {
-  std::map<std::string, std::string> by_key_without_suite;
-  for (const ResultRow& row : run.rows) {
-    ResultRow anonymous = row;
-    anonymous.suite.clear();
-    by_key_without_suite[row_key(anonymous)] = row_key(row);
-  }
-  struct Repetition {
-    int rep;
-    double ms, cpu_ms;
-    bool operator<(const Repetition& other) const { return rep < other.rep; }
-  };
-  std::map<std::string, std::vector<Repetition>> by_rep;
-  for (size_t i = 0; i < run.sample_rows.size(); ++i) {
-    const SampleRow& sample = run.sample_rows[i];
-    auto& reps = by_rep[sample_key(sample, by_key_without_suite)];
-    if (std::any_of(reps.begin(), reps.end(), [&](const Repetition& r) { return r.rep == sample.rep; }))
-      throw InputError(where(samples_path, i) + ": repetition " + std::to_string(sample.rep) + " of " +
-                       row_key(sample) + " appears twice");
-    reps.push_back({sample.rep, sample.ms, sample.cpu_ms});
-  }
-  for (auto& [key, reps] : by_rep) {
-    std::sort(reps.begin(), reps.end());
-    for (const Repetition& rep : reps) {
-      run.samples[key].push_back(rep.ms);
-      run.cpu_samples[key].push_back(rep.cpu_ms);
-    }
-  }
-}
-
 nlohmann::json read_machine(const fs::path& path) {
   if (!fs::exists(path)) return nullptr;
   std::ifstream in(path);
@@ -103,6 +88,39 @@ nlohmann::json read_machine(const fs::path& path) {
 }
 
 }  // namespace
+
+IndexedSamples index_samples(const std::vector<SampleRow>& samples, const std::vector<ResultRow>& rows,
+                             const std::string& source) {
+  std::map<std::string, std::string> by_key_without_suite;
+  for (const ResultRow& row : rows) {
+    ResultRow anonymous = row;
+    anonymous.suite.clear();
+    by_key_without_suite[row_key(anonymous)] = row_key(row);
+  }
+  struct Repetition {
+    int rep;
+    double ms, cpu_ms;
+    bool operator<(const Repetition& other) const { return rep < other.rep; }
+  };
+  std::map<std::string, std::vector<Repetition>> by_rep;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const SampleRow& sample = samples[i];
+    auto& reps = by_rep[sample_key(sample, by_key_without_suite)];
+    if (std::any_of(reps.begin(), reps.end(), [&](const Repetition& r) { return r.rep == sample.rep; }))
+      throw InputError(where(source, i) + ": repetition " + std::to_string(sample.rep) + " of " + row_key(sample) +
+                       " appears twice");
+    reps.push_back({sample.rep, sample.ms, sample.cpu_ms});
+  }
+  IndexedSamples indexed;
+  for (auto& [key, reps] : by_rep) {
+    std::sort(reps.begin(), reps.end());
+    for (const Repetition& rep : reps) {
+      indexed.wall[key].push_back(rep.ms);
+      indexed.cpu[key].push_back(rep.cpu_ms);
+    }
+  }
+  return indexed;
+}
 
 RunData load_run(const std::string& path) {
   const fs::path given(path);
@@ -121,9 +139,14 @@ RunData load_run(const std::string& path) {
     throw InputError(samples.string() + " not found: the repetition samples must sit beside " +
                      run.results_path + " (a run directory has both)");
   run.sample_rows = read_samples_csv(samples.string());
-  index_samples(run, samples.string());
+  IndexedSamples indexed = index_samples(run.sample_rows, run.rows, samples.string());
+  run.samples = std::move(indexed.wall);
+  run.cpu_samples = std::move(indexed.cpu);
   run.machine = read_machine(dir / "machine.json");
+  run.catalog = catalog::read(dir);
+  // The recorded timing columns are the run's record; its claims are the catalog's.
+  derive_columns(run.rows, {nullptr, &run.catalog, std::nullopt});
   return run;
 }
 
-}  // namespace pb::compare
+}  // namespace pb::results

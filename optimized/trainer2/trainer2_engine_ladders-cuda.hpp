@@ -1,9 +1,11 @@
 #pragma once
-// trainer2 on CUDA: the phase ladders of retrieval, rotor_update, window and train_step, written
-// once against an executor, so the same code queues the kernels on the GPU (DeviceExecutor,
+// trainer2 on CUDA: the ladders of retrieval, rotor_update, window and train_step, written once
+// against an executor, so the same code queues the kernels on the GPU (DeviceExecutor,
 // backends/cuda/device_executor.cuh, in the *-cuda.cu variants) and runs them on the host in
-// the tests (tests/cuda/host_executor.hpp). The kernel bodies are in trainer2-cuda.cuh; the math
-// is reference/trainer2/trainer2.hpp.
+// the tests (tests/cuda/host_executor.hpp). Each ladder takes the PhasePlan of its case and asks
+// it which optimizations are in effect (what each one means: suites/trainer2/phases.hpp and
+// `phasebench list`). The kernel bodies are in trainer2_engine-cuda.cuh; the math is
+// reference/trainer2/trainer2.hpp.
 //
 // An executor provides (both implement exactly this):
 //   Buffer<T>, HostBuffer<T>            owning device / pinned host memory, T* data() const
@@ -15,30 +17,13 @@
 //   wait()                              one host sync
 //   upload(device, host, n), download(host, device, n) setup() and outputs() only
 //
-// The window's ladder (phases as suites/trainer2/phases.hpp numbers them; each adds one thing):
-//   0  baseline          per step: |F| into a temporary and a two-level sum for R; the retrieval
-//                        batch (q, q_state, both concatenations) rebuilt; q + ν as its own
-//                        kernel, then the rotor; retrieval op by op (displacement, quadratic
-//                        form, sqrt, cost, logit, softmax, weighted states, sum over K); s, dlior,
-//                        s again; three mean kernels; the path row; accumulators out of place
-//                        into fresh (stream-ordered) buffers; three one-float reads of the
-//                        accumulators; field force into a temporary, kick, drift, force, kick.
-//                        The window's buffers are allocated in run(). Host syncs: 3 W.
-//   1  batched_metrics   the three means in one kernel and one 3-float read: W syncs.
-//   3  fused_lior_spd    s computed once, with dlior.
-//   4  jit_fusion        the retrieval step as one block kernel (FusedRetrieval).
-//   5  adaptive_cleanup  not for raw CUDA (the variants' support() says why).
-//   6  inplace           no temporaries and nothing allocated in run(): accumulators updated in
-//                        place by one kernel that also writes the path row; |F| summed straight
-//                        from F; ν added inside the rotor kernel; the force computed inside the
-//                        kick, which updates P in place.
-//   7  graph_capture     (the variants) the whole run captured as a CUDA graph after a warm-up
-//                        and replayed; inside the graph each step's accumulators are copied to
-//                        pinned memory and the host reads them after the replay: 1 sync.
-//   8  hoisted_retrieval_batch  q, q_state and the candidates built once per window.
-//   9  last_step_act     rotor and retrieval only at the last step (nothing reads earlier acts).
-//   10 deferred_metrics  each step's accumulators written to a [W,3] device log, read (or, in a
-//                        graph, copied) once per window: 1 sync per window even without a graph.
+// The window without any optimization does what the original does per step: |F| into a
+// temporary and a two-level sum for R; the retrieval batch rebuilt; q + ν as its own kernel, then
+// the rotor; retrieval op by op; s, dlior, s again; three mean kernels; the path row; accumulators
+// out of place into fresh (stream-ordered) buffers; three one-float reads of the accumulators (3 W
+// host syncs); field force into a temporary, kick, drift, force, kick. graph_capture is the
+// variant's (trainer2_engine_variant-cuda.cuh): the ladders only log through pinned memory
+// (Logging::Capture) when a graph records them.
 
 #include <algorithm>
 #include <cstdint>
@@ -47,8 +32,10 @@
 #include <string>
 #include <vector>
 
-#include "optimized/trainer2/trainer2-cuda.cuh"
+#include "optimized/trainer2/trainer2_engine-cuda.cuh"
 #include "phasebench/arrays.hpp"
+#include "phasebench/phases.hpp"
+#include "suites/trainer2/phases.hpp"
 #include "suites/trainer2/window_io.hpp"
 
 namespace pb::cuda_backend::trainer2 {
@@ -107,7 +94,7 @@ struct RetrievalArgs {
   float* act;      // [B, d]
 };
 
-/// The intermediate tensors of the op-by-op retrieval (fresh per call where the phase says so).
+/// The intermediate tensors of the op-by-op retrieval (allocated per run or per window).
 template <typename Exec>
 struct RetrievalTemporaries {
   Floats<Exec> u, quadratic_form, spd, cost, logits, weighted;
@@ -140,19 +127,23 @@ void retrieval_op_by_op(Exec& exec, const RetrievalArgs& a, RetrievalTemporaries
                 SumOverCandidates{tmp.weighted.data(), a.candidates, a.state_dim, a.act});
 }
 
-/// Phase 4: the whole step in one launch.
+/// jit_fusion: the whole step in one launch.
 template <typename Exec>
 void retrieval_fused(Exec& exec, const RetrievalArgs& a) {
   exec.blocks("fused_retrieval", FusedRetrieval{a.q, a.cand_coord, a.cand_state, a.g, a.R, a.batch,
                                                 a.candidates, a.state_dim, a.weights, a.act});
 }
 
-/// trainer2/retrieval: phase 0 op by op (intermediates allocated per run, as fresh tensors),
-/// phase 4 one kernel.
+/// trainer2/retrieval: op by op (intermediates allocated per run, as fresh tensors), or one
+/// kernel with jit_fusion.
 template <typename Exec>
 class RetrievalLadder {
  public:
-  RetrievalLadder(Exec& exec, const ArrayMap& inputs, int phase) : exec_(exec), fused_(phase >= 4) {
+  /// The phases it implements, for its registration and the tests.
+  static std::vector<std::string> phases() { return {t2::kBaseline, t2::kJitFusion}; }
+
+  RetrievalLadder(Exec& exec, const ArrayMap& inputs, const PhasePlan& plan)
+      : exec_(exec), fused_(plan.has(t2::kJitFusion)) {
     const HostArray& state = require(inputs, "cand_state");
     batch_ = state.shape.at(0), candidates_ = state.shape.at(1), state_dim_ = state.shape.at(2);
     if (fused_) require_fused_retrieval_fits(candidates_);
@@ -214,9 +205,9 @@ struct RotorPairs {
   }
 };
 
-/// θ updated from u and Δ (device pointers). Not vectorized (phases 0-1): the original's loop,
-/// reading i, j, u_i and u_j back to the host for each learnt pair (4 syncs per pair), one launch
-/// per pair, then the wrap. Vectorized (phase >= 2): one launch, no host read.
+/// θ updated from u and Δ (device pointers). Not vectorized: the original's loop, reading i, j,
+/// u_i and u_j back to the host for each learnt pair (4 syncs per pair), one launch per pair,
+/// then the wrap. Vectorized (vectorized_rotor): one launch, no host read.
 template <typename Exec>
 void rotor_update(Exec& exec, bool vectorized, const float* u, const RotorPairs<Exec>& pairs,
                   const float* lior_diff, float* theta) {
@@ -241,8 +232,10 @@ void rotor_update(Exec& exec, bool vectorized, const float* u, const RotorPairs<
 template <typename Exec>
 class RotorUpdateLadder {
  public:
-  RotorUpdateLadder(Exec& exec, const ArrayMap& inputs, int phase)
-      : exec_(exec), vectorized_(phase >= 2), pairs_(exec) {
+  static std::vector<std::string> phases() { return {t2::kBaseline, t2::kVectorizedRotor}; }
+
+  RotorUpdateLadder(Exec& exec, const ArrayMap& inputs, const PhasePlan& plan)
+      : exec_(exec), vectorized_(plan.has(t2::kVectorizedRotor)), pairs_(exec) {
     u_ = upload_array(exec, require(inputs, "u"));
     theta0_ = upload_array(exec, require(inputs, "theta"));
     lior_diff_ = upload_array(exec, require(inputs, "lior_diff"));
@@ -270,30 +263,30 @@ class RotorUpdateLadder {
 
 // ==== window =====================================================================================
 
-/// What the window's phases switch on (cumulative).
+/// The optimizations of the window in effect, read once from the plan (the runner asks them
+/// every step).
 struct WindowConfig {
-  bool batched_metrics = false;   // 1
-  bool fused_lior = false;        // 3
-  bool fused_retrieval = false;   // 4
-  bool in_place = false;          // 6
-  bool hoisted_batch = false;     // 8
-  bool last_step_act = false;     // 9
-  bool deferred_metrics = false;  // 10
+  bool batched_metrics, fused_lior, fused_retrieval, in_place, hoisted_batch, last_step_act, deferred_metrics;
 
-  static WindowConfig for_phase(int phase) {
-    WindowConfig c;
-    c.batched_metrics = phase >= 1;
-    c.fused_lior = phase >= 3;
-    c.fused_retrieval = phase >= 4;
-    c.in_place = phase >= 6;
-    c.hoisted_batch = phase >= 8;
-    c.last_step_act = phase >= 9;
-    c.deferred_metrics = phase >= 10;
-    return c;
-  }
+  explicit WindowConfig(const PhasePlan& plan)
+      : batched_metrics(plan.has(t2::kBatchedMetrics)),
+        fused_lior(plan.has(t2::kFusedLiorSpd)),
+        fused_retrieval(plan.has(t2::kJitFusion)),
+        in_place(plan.has(t2::kInPlace)),
+        hoisted_batch(plan.has(t2::kHoistedRetrievalBatch)),
+        last_step_act(plan.has(t2::kLastStepAct)),
+        deferred_metrics(plan.has(t2::kDeferredMetrics)) {}
 };
 
-/// How the host gets the progress metrics. Read: it reads them when the phase says (eager).
+/// The window's optimizations this engine implements: all but adaptive_cleanup (CUDA keeps no
+/// allocator cache: the harness writes that row) and temporal_blocking.
+inline std::vector<std::string> window_phases() {
+  return {t2::kBaseline,    t2::kBatchedMetrics,         t2::kFusedLiorSpd, t2::kJitFusion,
+          t2::kInPlace,     t2::kGraphCapture,           t2::kHoistedRetrievalBatch,
+          t2::kLastStepAct, t2::kDeferredMetrics};
+}
+
+/// How the host gets the progress metrics. Read: it reads them as the plan says (eager).
 /// Capture: the run is being captured into a graph, which cannot hold a host wait: the values
 /// are copied into pinned memory instead, and the caller waits once after the replay.
 enum class Logging { Read, Capture };
@@ -309,7 +302,7 @@ struct WindowInputs {
   const float* nudge;
 };
 
-/// One run_window on device buffers: the window's phase ladder. The window and train_step
+/// One run_window on device buffers: the window's ladder. The window and train_step
 /// ladders below own one (two) and supply its inputs and field.
 template <typename Exec>
 class WindowRunner {
@@ -330,10 +323,10 @@ class WindowRunner {
 
   /// One window: F and P (device, [Nx, Ny, channels]) advanced in place, outputs written.
   void run(const WindowInputs& in, float* F, float* P, Logging logging) {
-    Workspace per_window;  // phases 0-5: the window's buffers, allocated now, freed at its end
+    Workspace per_window;  // until inplace: the window's buffers, allocated now, freed at its end
     if (!config_.in_place) per_window = make_workspace();
     Workspace& w = config_.in_place ? workspace_ : per_window;
-    Floats<Exec> acc_fresh, vel_fresh;  // phases 0-5: replaced by fresh buffers every step
+    Floats<Exec> acc_fresh, vel_fresh;  // until inplace: replaced by fresh buffers every step
     if (!config_.in_place) {
       acc_fresh = allocate_floats(exec_, 3);
       vel_fresh = allocate_floats(exec_, velocity_count());
@@ -402,14 +395,14 @@ class WindowRunner {
  private:
   struct Workspace {
     Floats<Exec> cand_coord, cand_state;         // the retrieval batch
-    Floats<Exec> R, partials, modulus;           // curvature (modulus: phases 0-5)
-    Floats<Exec> shifted, q_rot;                 // query (shifted: phases 0-5)
+    Floats<Exec> R, partials, modulus;           // curvature (modulus: not inplace)
+    Floats<Exec> shifted, q_rot;                 // query (shifted: not inplace)
     Floats<Exec> weights;                        // retrieval
-    RetrievalTemporaries<Exec> retrieval;        // phases 0-3
-    Floats<Exec> s, s_tmp, dlior, means;         // LIoR step (s_tmp: 0-2; means: 0-5)
-    Floats<Exec> acc, vel;                       // accumulators (phases >= 6)
-    Floats<Exec> force;                          // field (phases 0-5)
-    Floats<Exec> log;                            // phase 10: [W, 3]
+    RetrievalTemporaries<Exec> retrieval;        // not jit_fusion
+    Floats<Exec> s, s_tmp, dlior, means;         // LIoR step (s_tmp: not fused_lior_spd; means: not inplace)
+    Floats<Exec> acc, vel;                       // accumulators (inplace)
+    Floats<Exec> force;                          // field (not inplace)
+    Floats<Exec> log;                            // deferred_metrics: [W, 3]
   };
 
   int64_t velocity_count() const { return shape_.batch * kDim; }
@@ -441,7 +434,7 @@ class WindowRunner {
     return w;
   }
 
-  // 1: R = mean |F|, broadcast to [B].
+  // 1: R = mean |F|, broadcast to [B]; inplace sums |F| straight from F, with no temporary.
   void curvature(Workspace& w, const float* F) {
     const int64_t count = shape_.complex_count(), blocks = curvature_block_count();
     if (config_.in_place) {
@@ -465,7 +458,8 @@ class WindowRunner {
                    ConcatCandidates{in.O, in.bank_state, T, K, d, d, w.cand_state.data()});
   }
 
-  // 3: q' = rotor_apply(q + ν, θ) (v = q needs no kernel: it is q).
+  // 3: q' = rotor_apply(q + ν, θ) (v = q needs no kernel: it is q); inplace adds ν inside the
+  // rotor kernel.
   void rotate_query(Workspace& w, const WindowInputs& in) {
     const int64_t B = shape_.batch;
     if (in.nudge && !config_.in_place) {
@@ -501,7 +495,7 @@ class WindowRunner {
     exec_.for_each("speed", B, Speed{q_.data(), g, w.s.data()});
   }
 
-  // 6-7, phases 0-5: the means, the path row, then acc = acc + means and vel = vel + v into
+  // 6-7, not inplace: the means, the path row, then acc = acc + means and vel = vel + v into
   // fresh buffers (the previous ones are freed after the kernels that read them).
   void accumulate_out_of_place(int64_t t, Workspace& w, Floats<Exec>& acc, Floats<Exec>& vel) {
     const int64_t B = shape_.batch;
@@ -523,7 +517,7 @@ class WindowRunner {
     vel = std::move(next_vel);
   }
 
-  // 6-7, phases >= 6: one launch.
+  // 6-7, inplace: one launch that also writes the path row (and the deferred log row).
   void accumulate_in_place(int64_t t, Workspace& w, float* acc, float* vel) {
     float* log_row = config_.deferred_metrics ? w.log.data() + 3 * t : nullptr;
     exec_.for_each("metrics_in_place", std::max<int64_t>(1, velocity_count()),
@@ -552,7 +546,8 @@ class WindowRunner {
     }
   }
 
-  // 9: P += dt/2 Force(F); F += dt/m P; P += dt/2 Force(F).
+  // 9: P += dt/2 Force(F); F += dt/m P; P += dt/2 Force(F). inplace computes the force inside
+  // the kick, which updates P in place.
   void field_step(Workspace& w, float* F, float* P, const float* F_eq) {
     const int64_t size = shape_.field_size();
     if (config_.in_place) {
@@ -573,7 +568,7 @@ class WindowRunner {
   WindowConfig config_;
   Floats<Exec> scalars_, act_, vbar_, path_, q_, q_state_;  // outputs (q, q_state for train_step)
   typename Exec::template HostBuffer<float> log_;
-  Workspace workspace_;  // phases >= 6: allocated once, in setup
+  Workspace workspace_;  // inplace: allocated once, in setup
 };
 
 /// trainer2/window: every run is one window from the same state: F = F0, P = 0 (the reset is
@@ -581,10 +576,12 @@ class WindowRunner {
 template <typename Exec>
 class WindowLadder {
  public:
-  WindowLadder(Exec& exec, const ArrayMap& inputs, int phase)
+  static std::vector<std::string> phases() { return window_phases(); }
+
+  WindowLadder(Exec& exec, const ArrayMap& inputs, const PhasePlan& plan)
       : exec_(exec),
         dims_(t2::window_dims_of(inputs)),
-        runner_(exec, window_shape(dims_), WindowConfig::for_phase(phase)) {
+        runner_(exec, window_shape(dims_), WindowConfig(plan)) {
     O_ = upload_array(exec, require(inputs, "O"));
     bank_coord_ = upload_array(exec, require(inputs, "bank_coord"));
     bank_state_ = upload_array(exec, require(inputs, "bank_state"));
@@ -636,16 +633,22 @@ class WindowLadder {
 
 /// trainer2/train_step: every run starts from the inputs. The free window runs on a copy of the
 /// field (the snapshot), the nudged one on the state itself, which is therefore "restored".
-/// Phases: the window's, plus phase 2 (vectorized rotor update: 24 host syncs fewer).
+/// Optimizations: the window's, plus vectorized_rotor (24 host syncs fewer).
 template <typename Exec>
 class TrainStepLadder {
  public:
-  TrainStepLadder(Exec& exec, const ArrayMap& inputs, int phase)
+  static std::vector<std::string> phases() {
+    std::vector<std::string> names = window_phases();
+    names.insert(names.begin() + 2, t2::kVectorizedRotor);  // catalog order: after batched_metrics
+    return names;
+  }
+
+  TrainStepLadder(Exec& exec, const ArrayMap& inputs, const PhasePlan& plan)
       : exec_(exec),
         dims_(t2::window_dims_of(inputs)),
-        vectorized_rotor_(phase >= 2),
-        free_(exec, window_shape(dims_), WindowConfig::for_phase(phase)),
-        nudged_(exec, window_shape(dims_), WindowConfig::for_phase(phase)),
+        vectorized_rotor_(plan.has(t2::kVectorizedRotor)),
+        free_(exec, window_shape(dims_), WindowConfig(plan)),
+        nudged_(exec, window_shape(dims_), WindowConfig(plan)),
         pairs_(exec) {
     O_ = upload_array(exec, require(inputs, "O"));
     target_ = upload_array(exec, require(inputs, "target"));
