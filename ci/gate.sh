@@ -34,6 +34,10 @@
 #                                 built there by its own ci/build.sh, and its suite processes run
 #                                 alternately with this build's, so both see the same machine
 #   PHASEBENCH_GATE_BASE_BUILD    the same with a build directory of the base that already exists
+#   PHASEBENCH_GATE_ALLOW_INCOMPLETE=1
+#                                 accept runs and baselines marked incomplete (stopped before they
+#                                 finished: docs/file-formats.md), which merge, compare and baseline
+#                                 record otherwise refuse with exit 2; the summary notes them
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,6 +53,7 @@ base_ref=${PHASEBENCH_GATE_BASE_REF:-}
 base_src=${PHASEBENCH_GATE_BASE_SRC:-.gate/base}
 base_build=${PHASEBENCH_GATE_BASE_BUILD:-}
 pb=$build_dir/phasebench
+allow_incomplete=${PHASEBENCH_GATE_ALLOW_INCOMPLETE:+--allow-incomplete}
 
 # One process of the suite into $1/process-$2 (with the phasebench $3, default this build's).
 # Exit 1 (a check failed) still gives a run for compare to report; anything else is fatal.
@@ -63,7 +68,8 @@ run_process() {
   fi
 }
 
-pool() { "$pb" merge --pool "$1"/process-* --out "$1/pooled"; }
+# shellcheck disable=SC2086  # allow_incomplete is an option or nothing
+pool() { "$pb" merge --pool "$1"/process-* --out "$1/pooled" $allow_incomplete; }
 
 # Runs the suite in $processes processes into $1/process-<i> and pools them into $1/pooled.
 run_suite() {
@@ -195,7 +201,8 @@ busy=$(busy_warning "$(printf '%s\n%s\n' "$load_before" "$load_after" | sort -g 
 if [ "$mode_arg" = --record ]; then
   refresh=""
   if [ -d "$baselines/$fingerprint" ]; then refresh=--refresh; fi
-  "$pb" baseline record "$out/pooled" --root "$baselines" $refresh
+  # shellcheck disable=SC2086  # options or nothing
+  "$pb" baseline record "$out/pooled" --root "$baselines" $refresh $allow_incomplete
   echo "gate: commit $baselines/$fingerprint to make it the baseline of this machine"
   exit 0
 fi
@@ -218,7 +225,8 @@ fi
 mkdir -p "$(dirname "$summary")"
 compare_status=0
 # shellcheck disable=SC2086  # compare_args is a list of options
-"$pb" compare "$compared_base" "$compared_new" --mode "$mode" $compare_args --markdown "$summary" || compare_status=$?
+"$pb" compare "$compared_base" "$compared_new" --mode "$mode" $compare_args $allow_incomplete --markdown "$summary" ||
+  compare_status=$?
 if [ -n "$fallback" ] && [ -f "$summary" ]; then printf '\n%s\n' "$fallback" >> "$summary"; fi
 if [ -n "$busy" ]; then
   echo "gate: $busy" >&2

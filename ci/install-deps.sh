@@ -11,6 +11,7 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev                 # oneDNN (its CMake config needs OpenCL headers)
   libtrilinos-kokkos-dev                         # Kokkos
   python3 python3-numpy                          # the dump round-trip test loads .npy with numpy
+  libbenchmark-tools python3-scipy               # Google Benchmark's compare.py, run on benchmark.json
   chromium                                       # the report test opens report.html headless
 )
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # ci/gate.sh end to end on a build: `--record` files a baseline, the gate then compares against it
-# (in time mode: the baseline is of this machine) and writes a passing Markdown summary, and
-# without any baseline it exits 2 saying how to record one. With 3 quick repetitions per process
-# the fastest quarter of the pooled samples is 3 per row, too few for any row to be significant
-# after the correction for the rows compared, so the outcome does not depend on timings.
+# (in time mode: the baseline is of this machine) and writes a passing Markdown summary, without
+# any baseline it exits 2 saying how to record one, and an incomplete baseline is refused. With 3
+# quick repetitions per process the fastest quarter of the pooled samples is 3 per row, too few for
+# any row to be significant after the correction for the rows compared, so the outcome does not
+# depend on timings.
 # Usage: gate_test.sh BUILD_DIR SCRATCH_DIR
 set -euo pipefail
 build=$1
@@ -56,6 +57,19 @@ for setting in PHASEBENCH_GATE_BASE_REF=no-such-ref PHASEBENCH_GATE_BASE_BUILD=$
   test "$status" -eq 2
   grep -q "${setting#*=}" "$scratch/stderr"
 done
+# A baseline marked incomplete (stopped before it finished) is refused, exit 2 naming it, unless
+# PHASEBENCH_GATE_ALLOW_INCOMPLETE is set; then the summary says so.
+cp -r "$PHASEBENCH_BASELINES_DIR/$fingerprint" "$scratch/incomplete-baseline"
+sed -i '1s/^{/{"complete": false, "incomplete": {"reason": "stopped by SIGTERM"},/' "$scratch/incomplete-baseline/machine.json"
+status=0
+PHASEBENCH_BASELINE=$scratch/incomplete-baseline PHASEBENCH_GATE_PROCESSES=1 PHASEBENCH_GATE_OUT=$scratch/incomplete \
+  bash "$repo/ci/gate.sh" 2> "$scratch/stderr" || status=$?
+test "$status" -eq 2
+grep -q "incomplete-baseline is an incomplete run (stopped by SIGTERM)" "$scratch/stderr"
+PHASEBENCH_GATE_ALLOW_INCOMPLETE=1 PHASEBENCH_BASELINE=$scratch/incomplete-baseline PHASEBENCH_GATE_PROCESSES=1 \
+  PHASEBENCH_GATE_OUT=$scratch/allowed PHASEBENCH_GATE_SUMMARY=$scratch/allowed.md bash "$repo/ci/gate.sh"
+grep -q "phasebench compare: passed" "$scratch/allowed.md"
+grep -q "is an incomplete run" "$scratch/allowed.md"
 
 status=0
 PHASEBENCH_BASELINES_DIR=$scratch/none PHASEBENCH_GATE_OUT=$scratch/orphan bash "$repo/ci/gate.sh" \

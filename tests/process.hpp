@@ -1,11 +1,24 @@
 #pragma once
-// Running the phasebench executable from a test: exit code and everything it printed.
+// Running the phasebench executable from a test: exit code and everything it printed; or in the
+// background, to stop it and watch what it leaves behind.
 
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <csignal>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
 
 namespace pb::testing {
 
@@ -44,5 +57,77 @@ inline std::filesystem::path fresh_temp_path(const std::string& name) {
   std::filesystem::remove_all(path);
   return path;
 }
+
+inline std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// A temp directory of the test's own (for TMPDIR), so that scratch directories can be seen to go.
+inline std::filesystem::path empty_temp_directory() {
+  const std::filesystem::path dir = fresh_temp_path("tmpdir");
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+inline bool holds_nothing(const std::filesystem::path& dir) {
+  return std::filesystem::directory_iterator(dir) == std::filesystem::directory_iterator();
+}
+
+/// phasebench started in the background with `settings` ("NAME=value") added to the environment,
+/// its stdout and stderr into `output`.
+inline pid_t start_phasebench(const std::vector<std::string>& arguments, const std::vector<std::string>& settings,
+                              const std::filesystem::path& output) {
+  std::vector<std::string> environment(settings);
+  for (char** variable = environ; *variable; ++variable) environment.emplace_back(*variable);
+  std::vector<std::string> argv{PHASEBENCH_EXECUTABLE};
+  argv.insert(argv.end(), arguments.begin(), arguments.end());
+  const auto raw = [](std::vector<std::string>& strings) {
+    std::vector<char*> pointers;
+    for (std::string& s : strings) pointers.push_back(s.data());
+    pointers.push_back(nullptr);
+    return pointers;
+  };
+  std::vector<char*> raw_argv = raw(argv), raw_environment = raw(environment);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  pid_t pid = -1;
+  posix_spawn(&pid, raw_argv[0], &actions, nullptr, raw_argv.data(), raw_environment.data());
+  posix_spawn_file_actions_destroy(&actions);
+  return pid;
+}
+
+/// The first child process of `parent` (from /proc/<pid>/stat, whose fourth field is the parent).
+inline pid_t child_of(pid_t parent) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    std::istringstream fields(line.substr(line.rfind(')') + 2));  // the name may hold spaces
+    char state = 0;
+    pid_t ppid = 0;
+    fields >> state >> ppid;
+    if (ppid == parent) return std::stoi(entry.path().filename().string());
+  }
+  return -1;
+}
+
+/// Whether `condition` holds within `limit` (polled every 20 ms).
+template <class Condition>
+bool within(std::chrono::duration<double> limit, Condition condition) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return condition();
+}
+
+/// Whether process `pid` is gone (not even a zombie of ours).
+inline bool process_gone(pid_t pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
 
 }  // namespace pb::testing

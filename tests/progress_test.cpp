@@ -63,6 +63,30 @@ TEST(Progress, TheEstimateUsesTheExpectedPaceThenTheMeasuredOne) {
   EXPECT_DOUBLE_EQ(progress.seconds_left(), 9 * 0.5 + 0.5);
 }
 
+// Timed repetitions differ in length (a slow case's against a fast one's): the estimate is the
+// planned length of the steps left, scaled by how the finished ones kept to their plan.
+TEST(Progress, WeightedStepsAreEstimatedByTheirPlannedLengthsAndThePaceSoFar) {
+  std::ostringstream out;
+  FakeClock time;
+  Progress progress(out, false, 100, time.clock());
+  Progress::Stage timing{"timing", 4, 0.0};
+  timing.step_seconds = {0.5, 0.5, 10.0, 0.5};
+  progress.plan({timing});
+  EXPECT_DOUBLE_EQ(progress.seconds_left(), 11.5);  // nothing measured yet: the plan
+  progress.step("fast 1");
+  time.now = 1;  // twice its plan, but half a second is too little to judge the pace by
+  progress.step("fast 2");
+  EXPECT_DOUBLE_EQ(progress.seconds_left(), 0.5 + 10.5);  // this step, then the rest, as planned
+  time.now = 2;
+  progress.step("slow");  // a second of finished steps took two: the machine runs at half the plan
+  EXPECT_DOUBLE_EQ(progress.seconds_left(), 2 * 10.0 + 2 * 0.5);
+  time.now = 7;
+  EXPECT_DOUBLE_EQ(progress.seconds_left(), (20.0 - 5.0) + 1.0);  // 5 s into the slow step
+  time.now = 14;
+  progress.step("fast 3");  // 11 s of plan took 14
+  EXPECT_DOUBLE_EQ(progress.seconds_left(), 0.5 * 14.0 / 11.0);
+}
+
 TEST(Progress, ReplanningReplacesStagesNotYetStarted) {
   std::ostringstream out;
   FakeClock time;

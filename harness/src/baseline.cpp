@@ -39,15 +39,16 @@ void write_baseline(const results::RunData& run, const fs::path& directory) {
 
 }  // namespace
 
-fs::path record(const std::string& run_path, const std::string& root, bool refresh) {
+fs::path record(const std::string& run_path, const RecordOptions& options) {
   const results::RunData run = results::load_run(run_path);
+  if (!options.allow_incomplete) results::require_complete(run, "baseline record");
   check_usable(run);
-  const fs::path directory = fs::path(root) / run.fingerprint();
+  const fs::path directory = fs::path(options.root) / run.fingerprint();
   if (!fs::exists(directory)) {
     write_baseline(run, directory);
     return directory;
   }
-  if (!refresh)
+  if (!options.refresh)
     throw InputError("baseline " + directory.string() + " already exists; pass --refresh to replace it");
   // Move the old baseline aside first, and back if writing the new one fails.
   const fs::path old = directory.string() + ".old-" + std::to_string(getpid());

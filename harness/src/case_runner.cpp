@@ -55,18 +55,50 @@ void prepare(LiveCase& live, const Problem& problem, int threads) {
   }
 }
 
+namespace {
+
+void judge_outputs(LiveCase& live, const Problem& problem) {
+  live.check = check_outputs(live.variant->outputs(), problem.reference,
+                             live.spec.workload->outputs_for(live.spec.phase, live.spec.size));
+  live.status = live.check.status;
+  live.reason = live.check.reason;
+}
+
+}  // namespace
+
 void check(LiveCase& live, const Problem& problem) {
   if (!live.variant) return;
   try {
     live.variant->poison_outputs();
     live.variant->run();
     live.spec.backend->synchronize(live.spec.device);
-    live.check = check_outputs(live.variant->outputs(), problem.reference,
-                               live.spec.workload->outputs_for(live.spec.phase, live.spec.size));
-    live.status = live.check.status;
-    live.reason = live.check.reason;
+    judge_outputs(live, problem);
   } catch (const std::exception& error) {
     record_error(live, "checked run", error);
+  }
+}
+
+double check_and_count(LiveCase& live, const Problem& problem) {
+  if (!live.variant) return 0;
+  Backend& backend = *live.spec.backend;
+  try {
+    live.variant->poison_outputs();  // before counting: filling the outputs is not the variant's work
+    backend.synchronize(live.spec.device);
+    backend.start_counting();
+    counters::CountingScope scope;
+    const auto start = std::chrono::steady_clock::now();
+    live.variant->run();
+    backend.synchronize(live.spec.device);  // inside the scope, as in count()
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    live.counts = scope.finish();
+    backend.stop_counting();
+    judge_outputs(live, problem);
+    live.counted = live.status == Status::Ok;
+    return ms;
+  } catch (const std::exception& error) {
+    backend.stop_counting();
+    record_error(live, "checked run", error);
+    return 0;
   }
 }
 

@@ -37,6 +37,10 @@ void prepare(LiveCase& live, const Problem& problem, int threads);
 void check(LiveCase& live, const Problem& problem);
 /// One untimed iteration inside a CountingScope, with the backend's hooks attached.
 void count(LiveCase& live);
+/// check() and count() in one iteration (counting changes no output, and a slow case is not run
+/// twice): poisons the outputs, runs once counted, checks. Returns the iteration's milliseconds
+/// (0 when it did not run); the counts are kept only when the check passed.
+double check_and_count(LiveCase& live, const Problem& problem);
 
 /// One timed iteration: synchronize, run, synchronize; milliseconds.
 double timed_iteration(LiveCase& live);

@@ -10,6 +10,8 @@
 #include "compare_cli.hpp"
 #include "phasebench/errors.hpp"
 #include "report_cli.hpp"
+#include "run_command.hpp"
+#include "verify_command.hpp"
 
 namespace pb {
 namespace {
@@ -42,6 +44,13 @@ std::string command_names(const CLI::App& app) {
   return names;
 }
 
+// --resume continues a run with the options it was started with: any other would be ignored.
+void require_alone(const CLI::App& command, const CLI::Option* option) {
+  for (const CLI::Option* other : command.get_options())
+    if (other != option && other->count() > 0 && other->get_name() != "--help")
+      throw InputError(option->get_name() + " takes no other option (the run keeps its own); got " + other->get_name());
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -60,19 +69,30 @@ int run_cli(int argc, char** argv) {
   CLI::App* run = app.add_subcommand("run", "check, count and time the selected variants; write a run directory");
   add_selection(*run, run_command.options.selection, true);
   run->add_option("--size", run_size, "small, default or large")->check(CLI::IsMember(kSizeNames));
-  run->add_option("--reps", run_command.options.reps, "timed repetitions per variant (default 10)")
+  run->add_option("--reps", run_command.options.reps,
+                  "timed repetitions of every case, whatever the time budget (default: 10 while the budget "
+                  "allows, never fewer than 3)")
       ->check(CLI::Range(1, 100000));
+  run->add_option("--time-budget", run_command.options.time_budget_s,
+                  "seconds the whole run should take, checking included: slow cases get fewer repetitions "
+                  "(never fewer than 3) to fit (default " + std::to_string(static_cast<int>(kDefaultTimeBudgetSeconds)) + ")")
+      ->check(CLI::Range(1.0, 1e7));
+  run->add_option("--hang-timeout", run_command.options.hang_timeout_s,
+                  "seconds a check or warm-up may take before the case is ended as ERROR \"timed out\"; a timed "
+                  "repetition may take 10 times its planned time (default 300)")
+      ->check(CLI::Range(0.1, 1e7));
   run->add_option("--threads", run_command.options.threads, "CPU threads for torch, OpenMP, oneDNN (default: all cores)")
       ->check(CLI::Range(1, 4096));
   run->add_option("--seed", run_command.options.seed, "input seed (default 1)");
   run->add_flag("--quick", run_command.options.quick, "3 short repetitions: a smoke test, not a measurement");
   run->add_option("--out", run_command.out_dir, "run directory to create (must not exist)");
+  CLI::Option* resume = run->add_option("--resume", run_command.resume_dir,
+                                        "finish the incomplete run in this directory, with its own options");
   add_shard_option(*run, run_command.options.selection);
-  run->add_option("--worker-journal", run_command.worker_journal)->group("");  // internal
-  run->add_option("--crashed-file", run_command.crashed_file)->group("");      // internal
-  run->add_option("--run-id", run_command.options.run_id)->group("");          // internal
+  run->add_option("--worker-dir", run_command.worker_dir)->group("");  // internal
 
-  VerifyOptions verify_options;
+  commands::VerifyCommand verify_command;
+  VerifyOptions& verify_options = verify_command.options;
   verify_options.threads = default_threads();
   std::string verify_size;
   CLI::App* verify = app.add_subcommand("verify", "correctness only: every variant on several seeds and sizes");
@@ -82,6 +102,10 @@ int run_cli(int argc, char** argv) {
   verify->add_option("--size", verify_size, "only this size (default: every size that fits)")
       ->check(CLI::IsMember(kSizeNames));
   verify->add_option("--threads", verify_options.threads, "CPU threads (default: all cores)")->check(CLI::Range(1, 4096));
+  verify->add_option("--hang-timeout", verify_command.hang_timeout_s,
+                     "seconds one check may take before it is ended and reported ERROR \"timed out\" (default 300)")
+      ->check(CLI::Range(0.1, 1e7));
+  verify->add_option("--worker-dir", verify_command.worker_dir)->group("");  // internal
 
   commands::DumpCommand dump_command;
   std::string dump_size = "small";
@@ -110,12 +134,14 @@ int run_cli(int argc, char** argv) {
     if (*list) return commands::list(list_selection);
     if (*run) {
       run_command.options.size = size_from(run_size);
-      if (run_command.options.quick && run->count("--reps") == 0) run_command.options.reps = 3;
-      return commands::run(std::move(run_command), argc, argv);
+      run_command.options.reps_fixed = run->count("--reps") > 0;
+      if (run_command.options.quick && !run_command.options.reps_fixed) run_command.options.reps = 3;
+      if (*resume) require_alone(*run, resume);
+      return commands::run(std::move(run_command));
     }
     if (*verify) {
       if (!verify_size.empty()) verify_options.sizes = {size_from(verify_size)};
-      return commands::verify(verify_options);
+      return commands::verify(std::move(verify_command), argc, argv);
     }
     if (*dump) {
       dump_command.size = size_from(dump_size);

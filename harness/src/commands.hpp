@@ -1,6 +1,7 @@
 #pragma once
-// The subcommands behind the command line (cli.cpp parses, these do the work). Each returns the
-// process exit code: 0 all well, 1 a check failed, 2 bad usage or input (thrown as InputError).
+// The subcommands behind the command line (cli.cpp parses, these do the work; `run` and `verify`
+// have files of their own: run_command.hpp, verify_command.hpp). Each returns the process exit
+// code: 0 all well, 1 a check failed, 2 bad usage or input (thrown as InputError).
 
 #include <string>
 #include <vector>
@@ -10,17 +11,6 @@
 namespace pb::commands {
 
 int list(const Selection& selection);
-
-struct RunCommand {
-  RunOptions options;
-  std::string out_dir;          // empty: results/runs/<run-id>
-  std::string worker_journal;   // set in the worker process of a supervised run
-  std::string crashed_file;     // rows a previous worker crashed in: "row\treason" lines
-  bool supervise = true;
-};
-int run(RunCommand command, int argc, char** argv);
-
-int verify(const VerifyOptions& options);
 
 struct DumpCommand {
   std::string workload;

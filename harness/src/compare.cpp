@@ -315,21 +315,35 @@ void require_cpu_times(const RunData& run) {
                    "an older phasebench); record it again, or compare with --metric wall");
 }
 
+void add_note_once(Comparison& comparison, const std::string& note) {
+  if (std::find(comparison.notes.begin(), comparison.notes.end(), note) == comparison.notes.end())
+    comparison.notes.push_back(note);  // once when a run is compared with itself
+}
+
 // What each run's catalog.json says: unknown claims for a run from before catalogs were saved, and
 // a warning when the two runs were checked against different tolerances or claims.
 void note_catalogs(Comparison& comparison, const RunData& base, const RunData& fresh) {
-  for (const RunData* run : {&base, &fresh}) {
-    const std::string note = run->label + ": " + catalog::kNoCatalogNote;
-    if (!run->catalog.saved && std::find(comparison.notes.begin(), comparison.notes.end(), note) == comparison.notes.end())
-      comparison.notes.push_back(note);  // once when a run is compared with itself
-  }
+  for (const RunData* run : {&base, &fresh})
+    if (!run->catalog.saved) add_note_once(comparison, run->label + ": " + catalog::kNoCatalogNote);
   for (const std::string& difference : catalog::differences(base.catalog, fresh.catalog))
     comparison.warnings.push_back("the runs were measured with different catalogs: " + difference);
+}
+
+// An incomplete run (compared with --allow-incomplete) lacks the cases it never reached.
+void note_incomplete(Comparison& comparison, const RunData& base, const RunData& fresh) {
+  for (const RunData* run : {&base, &fresh})
+    if (const auto why = run->incomplete())
+      add_note_once(comparison, run->label + " is an incomplete run (" + *why +
+                                    "): the cases it never reached show as missing or new rows");
 }
 
 }  // namespace
 
 Comparison compare_runs(const RunData& base, const RunData& fresh, const Options& options) {
+  if (!options.allow_incomplete) {
+    results::require_complete(base, "compare");
+    results::require_complete(fresh, "compare");
+  }
   if (options.metric == Metric::Cpu) {
     require_cpu_times(base);
     require_cpu_times(fresh);
@@ -349,6 +363,7 @@ Comparison compare_runs(const RunData& base, const RunData& fresh, const Options
   warn_about_power(comparison);
   warn_about_rows(comparison);
   note_catalogs(comparison, base, fresh);
+  note_incomplete(comparison, base, fresh);
   return comparison;
 }
 

@@ -33,6 +33,7 @@ struct Options {
   Metric metric = Metric::Wall;
   RatioBase ratio_to = RatioBase::Reference;
   double fastest_pct = 100;  // compare only the fastest this many percent of each row's samples
+  bool allow_incomplete = false;  // compare a run marked incomplete (with a note) instead of refusing it
 };
 
 enum class Verdict {

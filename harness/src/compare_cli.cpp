@@ -32,6 +32,12 @@ std::string parse_shard(const std::string& text, int& index, int& count) {
   return "'" + text + "' is not i/n with 1 <= i <= n (e.g. --shard 2/4)";
 }
 
+// A run that was stopped before it finished is refused unless this flag is given.
+void add_allow_incomplete_flag(CLI::App& command, bool& allow, const std::string& what_then) {
+  command.add_flag("--allow-incomplete", allow,
+                   "accept a run marked incomplete (stopped before it finished, see `run --resume`): " + what_then);
+}
+
 }  // namespace
 
 void add_shard_option(CLI::App& run, Selection& selection) {
@@ -58,8 +64,8 @@ struct RegressionCommands::Parsed {
   CLI::App* baseline = nullptr;
   CLI::App* record = nullptr;
   CLI::App* fingerprint = nullptr;
-  std::string run, root = baseline::kDefaultRoot;
-  bool refresh = false;
+  std::string run;
+  baseline::RecordOptions record_options;
 
   int run_compare();
 };
@@ -104,6 +110,7 @@ RegressionCommands::RegressionCommands(CLI::App& app) : parsed_(std::make_unique
                         "a shared machine, 25 keeps the ones other work did not slow down")
       ->check(CLI::Range(1.0, 100.0));
   p.compare->add_option("--markdown", p.markdown, "also write a Markdown summary (a pull-request comment) here");
+  add_allow_incomplete_flag(*p.compare, p.options.allow_incomplete, "compare it anyway, with a note");
 
   p.merge = app.add_subcommand("merge", "join the shards of a run (`run --shard i/n`), or pool repeated runs "
                                          "(--pool), into one run directory");
@@ -112,13 +119,17 @@ RegressionCommands::RegressionCommands(CLI::App& app) : parsed_(std::make_unique
   p.merge->add_flag("--allow-mixed", p.merge_options.allow_mixed, "merge runs from different machines anyway");
   p.merge->add_flag("--pool", p.merge_options.pool,
                     "the runs repeat the same cases (one process each): pool their samples per row");
+  add_allow_incomplete_flag(*p.merge, p.merge_options.allow_incomplete,
+                            "merge it anyway; the merged run is marked incomplete");
 
   p.baseline = app.add_subcommand("baseline", "regression baselines under results/baselines/<fingerprint>/");
   p.baseline->require_subcommand(1);
   p.record = p.baseline->add_subcommand("record", "record RUN as the baseline of the machine it ran on");
   p.record->add_option("RUN", p.run, "a passing run directory")->required();
-  p.record->add_option("--root", p.root, "baselines directory (default results/baselines)");
-  p.record->add_flag("--refresh", p.refresh, "replace an existing baseline of that machine");
+  p.record->add_option("--root", p.record_options.root, "baselines directory (default results/baselines)");
+  p.record->add_flag("--refresh", p.record_options.refresh, "replace an existing baseline of that machine");
+  add_allow_incomplete_flag(*p.record, p.record_options.allow_incomplete,
+                            "record it anyway (it stays marked incomplete)");
   p.fingerprint = p.baseline->add_subcommand("fingerprint", "print the hardware fingerprint of RUN (default: this machine)");
   p.fingerprint->add_option("RUN", p.run, "a run directory");
 }
@@ -133,7 +144,7 @@ std::optional<int> RegressionCommands::run_chosen() {
     return 0;
   }
   if (*p.record) {
-    std::cout << "baseline recorded: " << baseline::record(p.run, p.root, p.refresh).string() << "\n";
+    std::cout << "baseline recorded: " << baseline::record(p.run, p.record_options).string() << "\n";
     return 0;
   }
   if (*p.fingerprint) {

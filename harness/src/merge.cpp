@@ -132,9 +132,32 @@ MergedRows join_rows(const std::vector<RunData>& runs) {
   return merged;
 }
 
-nlohmann::json merged_machine(const std::vector<RunData>& runs, bool mixed, const std::string& run_id) {
+// Inputs marked incomplete (merged with --allow-incomplete) make the merged run incomplete: its
+// reason names them, and its resume command resumes each (then merge again).
+void mark_completeness(nlohmann::json& machine, const std::vector<RunData>& runs, std::vector<std::string>& notes) {
+  machine.erase("incomplete");
+  std::string reasons, resume;
+  for (const RunData& run : runs) {
+    const auto why = run.incomplete();
+    if (!why) continue;
+    notes.push_back("warning: " + run.label + " is an incomplete run (" + *why +
+                    "); the merged run is marked incomplete");
+    reasons += (reasons.empty() ? "" : ", ") + run.label + " (" + *why + ")";
+    const nlohmann::json& mark = run.machine.value("incomplete", nlohmann::json());
+    if (mark.is_object() && mark.contains("resume") && mark["resume"].is_string())
+      resume += (resume.empty() ? "" : " && ") + mark["resume"].get<std::string>();
+  }
+  machine["complete"] = reasons.empty();
+  if (reasons.empty()) return;
+  machine["incomplete"] = {{"reason", "merged from incomplete inputs: " + reasons + "; resume them and merge again"}};
+  if (!resume.empty()) machine["incomplete"]["resume"] = resume;
+}
+
+nlohmann::json merged_machine(const std::vector<RunData>& runs, bool mixed, const std::string& run_id,
+                              std::vector<std::string>& notes) {
   nlohmann::json machine = runs.front().machine.is_object() ? runs.front().machine : nlohmann::json::object();
   machine.erase("shard");
+  mark_completeness(machine, runs, notes);
   machine["run_id"] = run_id;
   if (mixed) machine["fingerprint"] = "mixed";
   machine["merged_from"] = nlohmann::json::array();
@@ -178,7 +201,10 @@ std::vector<std::string> merge_runs(const MergeOptions& options) {
   if (fs::exists(options.out_dir))
     throw InputError("--out " + options.out_dir + " already exists; phasebench never overwrites results");
   std::vector<RunData> runs;
-  for (const std::string& path : options.runs) runs.push_back(results::load_run(path));
+  for (const std::string& path : options.runs) {
+    runs.push_back(results::load_run(path));
+    if (!options.allow_incomplete) results::require_complete(runs.back(), "merge");
+  }
   std::stable_sort(runs.begin(), runs.end(),
                    [](const RunData& a, const RunData& b) { return shard_of(a).index < shard_of(b).index; });
   std::vector<std::string> notes;
@@ -188,12 +214,12 @@ std::vector<std::string> merge_runs(const MergeOptions& options) {
   const std::string run_id = make_run_id();
   MergedRows merged = options.pool ? pool_rows(runs, run_id, catalog) : join_rows(runs);
   if (!options.pool) results::derive_columns(merged.rows, {nullptr, &catalog, std::nullopt});  // the claims
+  nlohmann::json machine = merged_machine(runs, mixed, run_id, notes);
   notes.push_back(std::string(options.pool ? "pooled " : "merged ") + std::to_string(runs.size()) + " runs into " +
                   options.out_dir + ": " + std::to_string(merged.rows.size()) + " rows, " +
                   std::to_string(merged.samples.size()) + " samples");
   results::write_run_directory(options.out_dir, {std::move(merged.rows), std::move(merged.samples),
-                                                 merged_machine(runs, mixed, run_id), catalog,
-                                                 merged_benchmark_json(runs)});
+                                                 std::move(machine), catalog, merged_benchmark_json(runs)});
   return notes;
 }
 

@@ -20,6 +20,7 @@ struct MergeOptions {
   std::string out_dir;            // must not exist
   bool allow_mixed = false;       // accept runs from different machines, or with differing catalogs
   bool pool = false;              // the runs repeat the same cases: pool their samples
+  bool allow_incomplete = false;  // merge inputs marked incomplete; the merged run is marked so too
 };
 
 /// Writes the merged run and returns the lines to tell the user (what was merged, warnings).
@@ -27,7 +28,8 @@ struct MergeOptions {
 /// or catalogs that differ about a workload two inputs share (unless allowed); for shards (the
 /// default) also for a shard given twice, or a case that two inputs both ran (only the serial
 /// reference may repeat: every shard times it for its speedups; the lowest shard's copy is kept).
-/// With `pool`: see pool_rows().
+/// An incomplete input is refused unless `allow_incomplete`; then the merged run is incomplete,
+/// its reason naming the inputs. With `pool`: see pool_rows().
 std::vector<std::string> merge_runs(const MergeOptions& options);
 
 struct MergedRows {

@@ -79,10 +79,43 @@ void Progress::note(const std::string& line) {
   draw(true);
 }
 
+namespace {
+
+double sum(const std::vector<double>& values, size_t from, size_t to) {
+  double total = 0;
+  for (size_t i = from; i < std::min(to, values.size()); ++i) total += values[i];
+  return total;
+}
+
+double stage_expected_seconds(const Progress::Stage& stage) {
+  if (!stage.step_seconds.empty()) return sum(stage.step_seconds, 0, stage.step_seconds.size());
+  return static_cast<double>(stage.steps) * stage.expected_seconds;
+}
+
+}  // namespace
+
+double Progress::left_in_weighted_stage(double now) const {
+  const std::vector<double>& expected = stages_[stage_].step_seconds;
+  const size_t finished = done_in_stage_ > 0 ? done_in_stage_ - 1 : 0;
+  const double finished_expected = sum(expected, 0, finished);
+  // How the machine keeps to the plan: measured over what is finished, once that is long enough
+  // to say (a second), else the plan as it stands.
+  const double pace = finished_expected >= 1.0 ? (step_start_ - stage_start_) / finished_expected : 1.0;
+  const double current = done_in_stage_ > 0 ? std::max(0.0, pace * sum(expected, finished, done_in_stage_) -
+                                                                 (now - step_start_))
+                                            : 0;
+  return pace * sum(expected, done_in_stage_, expected.size()) + current;
+}
+
 double Progress::seconds_left() const {
   if (stages_.empty()) return 0;
   const Stage& current = stages_[stage_];
   const double now = clock_();
+  if (!current.step_seconds.empty()) {
+    double left = left_in_weighted_stage(now);
+    for (size_t i = stage_ + 1; i < stages_.size(); ++i) left += stage_expected_seconds(stages_[i]);
+    return left;
+  }
   // The pace of this stage's finished steps once there are any, else the expected one.
   const size_t finished = done_in_stage_ > 0 ? done_in_stage_ - 1 : 0;
   const double per_step = finished > 0 ? (step_start_ - stage_start_) / static_cast<double>(finished)
@@ -90,8 +123,7 @@ double Progress::seconds_left() const {
   const size_t not_started = current.steps > done_in_stage_ ? current.steps - done_in_stage_ : 0;
   const double current_step_left = done_in_stage_ > 0 ? std::max(0.0, per_step - (now - step_start_)) : 0;
   double left = static_cast<double>(not_started) * per_step + current_step_left;
-  for (size_t i = stage_ + 1; i < stages_.size(); ++i)
-    left += static_cast<double>(stages_[i].steps) * stages_[i].expected_seconds;
+  for (size_t i = stage_ + 1; i < stages_.size(); ++i) left += stage_expected_seconds(stages_[i]);
   return left;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // What `run` tells the person watching it. A run is a sequence of stages (checking every case,
-// warming each timed case up, then every timed repetition), each a count of equal-sized steps.
+// warming each timed case up, then every timed repetition), each a count of steps: equal-sized,
+// or each with its own expected length (a timed repetition of a slow case against a fast one).
 //
 // On a terminal: one status line, rewritten in place, with the stage, the case being worked on,
 // steps done and left, and an estimate of the time left. Anywhere else (CI logs, pipes, files) the
@@ -21,6 +22,9 @@ class Progress {
     std::string name;          // "checking", "warm-up", "timing"
     size_t steps = 0;
     double expected_seconds = 0;  // per step, until steps of this stage have been measured
+    // When set (one value per step): each step's expected length. The time left is then the
+    // expected length of the steps left, scaled by how the finished ones compared with theirs.
+    std::vector<double> step_seconds;
   };
   using Clock = std::function<double()>;  // seconds since some fixed point
 
@@ -44,6 +48,7 @@ class Progress {
 
  private:
   void enter_next_stage();
+  double left_in_weighted_stage(double now) const;
   void draw(bool force);
   void clear();
 

@@ -79,6 +79,8 @@ svg .lollipop.dashed { stroke-dasharray: 5 3; }
 svg .series.thin { stroke-width: 1.2; }
 svg .budget { fill: none; stroke-width: 1; stroke-dasharray: 1 3; }
 svg .step-point { opacity: 0.8; }
+.banner { margin: 10px 0 0; padding: 8px 12px; border: 1px solid #b7791f; border-radius: 8px; background: #fdf1dc;
+          color: #7a4a00; font-weight: 600; }
 )css";
 
 std::string navigation(const std::vector<WorkloadKey>& keys, bool has_step_errors) {
@@ -89,6 +91,17 @@ std::string navigation(const std::vector<WorkloadKey>& keys, bool has_step_error
   for (const char* section : {"roofline", "problems", "machines", "all-rows"})
     links += "<a href=\"#" + std::string(section) + "\">" + section + "</a>";
   return "<nav>" + links + "</nav>";
+}
+
+// Above everything else: an incomplete run's rows are only the cases it finished, and every count
+// and chart on the page is short by the rest.
+std::string incomplete_banners(const std::vector<Run>& runs) {
+  std::string html;
+  for (const Run& run : runs)
+    if (const auto why = run.data.incomplete())
+      html += "<p class=\"banner\">" +
+              escape("incomplete run: " + run.letter + " (" + run.data.directory() + "): " + *why) + "</p>";
+  return html;
 }
 
 }  // namespace
@@ -103,8 +116,8 @@ std::string render(const std::vector<Run>& runs) {
   page += "<header><h1>phasebench report</h1><p class=\"meta\">" + std::to_string(runs.size()) + " run" +
           (runs.size() == 1 ? "" : "s") + ", " + std::to_string(keys.size()) + " workload" +
           (keys.size() == 1 ? "" : "s") + "; written by phasebench " + PHASEBENCH_VERSION +
-          ". Hover over a point for its numbers.</p>" + navigation(keys, !step_errors.empty()) +
-          "</header>\n<main>\n";
+          ". Hover over a point for its numbers.</p>" + incomplete_banners(runs) +
+          navigation(keys, !step_errors.empty()) + "</header>\n<main>\n";
   page += runs_section(runs);
   for (const WorkloadKey& key : keys) page += workload_section(runs, key, colors);
   page += step_errors;
@@ -128,8 +141,11 @@ std::vector<std::string> write_report(const std::vector<std::string>& run_paths,
     throw InputError("--out " + out_path + " appeared while the report was being written");
   write_file_atomically(out, html);
   std::vector<std::string> notes;
-  for (const Run& run : runs)
+  for (const Run& run : runs) {
     if (!run.data.catalog.saved) notes.push_back("run " + run.letter + " (" + run.data.label + "): " + catalog::kNoCatalogNote);
+    if (const auto why = run.data.incomplete())
+      notes.push_back("run " + run.letter + " (" + run.data.label + ") is incomplete: " + *why);
+  }
   return notes;
 }
 

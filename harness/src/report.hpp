@@ -17,7 +17,7 @@ namespace pb::report {
 std::string render(const std::vector<Run>& runs);
 
 /// Loads the runs, renders them and writes `out_path` atomically; returns notes for the user (runs
-/// whose claims are unknown, and why). Throws InputError when a run cannot be read, or `out_path`
+/// whose claims are unknown, and why; incomplete runs). Throws InputError when a run cannot be read, or `out_path`
 /// exists (reports are never overwritten) or has no directory.
 std::vector<std::string> write_report(const std::vector<std::string>& run_paths, const std::string& out_path);
 

@@ -72,6 +72,15 @@ std::string claim_summary(const Run& run) {
   return text.empty() ? "-" : text;
 }
 
+std::string incomplete_notes(const std::vector<Run>& runs) {
+  std::string html;
+  for (const Run& run : runs)
+    if (const auto why = run.data.incomplete())
+      html += paragraph(escape("Run " + run.letter + " is incomplete: " + *why +
+                               ". Its rows are the cases it finished before it stopped."));
+  return html;
+}
+
 }  // namespace
 
 int chart_width(size_t) { return 570; }  // two to a line of the page
@@ -101,7 +110,7 @@ std::string runs_section(const std::vector<Run>& runs) {
                ? "All runs come from one machine (same fingerprint): differences are the code's or the noise's."
                : "The runs come from " + std::to_string(fingerprints.size()) +
                      " machines (fingerprints differ): absolute times compare the hardware too.";
-  return section("runs", "Runs", table.html() + (note.empty() ? "" : paragraph(escape(note))));
+  return section("runs", "Runs", table.html() + incomplete_notes(runs) + (note.empty() ? "" : paragraph(escape(note))));
 }
 
 // ---- one workload --------------------------------------------------------------------------------

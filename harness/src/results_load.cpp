@@ -47,6 +47,46 @@ std::optional<roofline::Ceilings> RunData::ceilings(std::string* why_not) const 
   return std::nullopt;
 }
 
+std::string RunData::directory() const {
+  const fs::path parent = fs::path(results_path).parent_path();
+  return parent.empty() ? "." : parent.string();
+}
+
+namespace {
+
+// "stopped by SIGTERM; 12 of 40 cases done; resume with: ...", from what `mark` holds.
+std::string incomplete_text(const nlohmann::json& mark) {
+  const auto text_of = [&](const char* key) {
+    return mark.is_object() && mark.contains(key) && mark[key].is_string() ? mark[key].get<std::string>() : "";
+  };
+  const auto has_count = [&](const char* key) {
+    return mark.is_object() && mark.contains(key) && mark[key].is_number_integer();
+  };
+  std::string text = text_of("reason").empty() ? "no reason recorded" : text_of("reason");
+  if (has_count("cases_done") && has_count("cases_planned"))
+    text += "; " + mark["cases_done"].dump() + " of " + mark["cases_planned"].dump() + " cases done";
+  if (!text_of("resume").empty()) text += "; resume with: " + text_of("resume");
+  return text;
+}
+
+}  // namespace
+
+std::optional<std::string> RunData::incomplete() const {
+  if (!machine.is_object()) return std::nullopt;
+  const bool said_incomplete = machine.contains("incomplete") && !machine["incomplete"].is_null();
+  const bool said_not_complete = machine.contains("complete") && machine["complete"] != true;
+  if (!said_incomplete && !said_not_complete) return std::nullopt;
+  return incomplete_text(machine.value("incomplete", nlohmann::json()));
+}
+
+void require_complete(const RunData& run, const std::string& command) {
+  const std::optional<std::string> why = run.incomplete();
+  if (!why) return;
+  throw InputError(run.directory() + " is an incomplete run (" + *why + "); " + command +
+                   " refuses incomplete runs, since the cases they never reached would read as missing rows: "
+                   "resume it, or pass --allow-incomplete to use it as it is");
+}
+
 namespace {
 
 // The writer puts one record per line after the header, so row i is on line i + 2.

@@ -146,6 +146,7 @@ void write_run_directory(const fs::path& directory, const RunFiles& files) {
   if (!files.benchmark_json.empty()) write_file_atomically(dir / "benchmark.json", files.benchmark_json);
   if (files.catalog.saved)
     write_file_atomically(dir / catalog::kFileName, catalog::to_json(files.catalog).dump(2) + "\n");
+  if (!files.resume_record.empty()) fs::copy(files.resume_record, dir / "resume", fs::copy_options::recursive);
   staged.commit();
 }
 

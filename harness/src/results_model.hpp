@@ -37,7 +37,20 @@ struct RunData {
   /// The machine's roofline ceilings from machine.json; nullopt when absent or unreadable, and
   /// then why in `why_not` (when given).
   std::optional<roofline::Ceilings> ceilings(std::string* why_not = nullptr) const;
+  /// The directory the run was read from.
+  std::string directory() const;
+  /// nullopt for a complete run; for an incomplete one (stopped, or its worker kept dying), why
+  /// in one line: "stopped by SIGTERM; 12 of 40 cases done; resume with: phasebench run --resume
+  /// DIR". machine.json says so with "complete": false and an "incomplete" object
+  /// (docs/file-formats.md); one without "complete" (an older run) is complete. A malformed mark
+  /// still reads as incomplete, with what it does say.
+  std::optional<std::string> incomplete() const;
 };
+
+/// Throws InputError, naming the run's directory, why it is incomplete and how to resume it, when
+/// `run` is incomplete: `command` ("compare", "merge", ...) refuses such a run unless given
+/// --allow-incomplete, since the cases it never reached would read as rows that went missing.
+void require_complete(const RunData& run, const std::string& command);
 
 /// `path` is a run directory or a results.csv. Throws InputError naming the file (and line) when
 /// a file is missing or malformed, a status is unknown, a row appears twice, or the schema is
@@ -103,6 +116,8 @@ struct RunFiles {
   nlohmann::json machine;
   catalog::Catalog catalog;    // written when saved
   std::string benchmark_json;  // written when not empty
+  // An incomplete run's record (run_record.hpp), copied in as resume/ for `run --resume`.
+  std::filesystem::path resume_record;
 };
 /// Writes the files under a staging name and renames the directory into place when complete.
 /// Throws InputError when `directory` exists: runs are never overwritten.

@@ -5,56 +5,18 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <random>
 #include <sstream>
 
 namespace pb::detail {
 namespace {
 
-// Runs warm-up iterations and returns how many iterations make one repetition.
-int64_t warm_up_and_calibrate(LiveCase& live, const TimingPlan& plan) {
-  double spent = 0;
-  int iterations = 0;
-  while (iterations < 2 || spent < plan.warmup_ms) {
-    spent += timed_iteration(live);
-    ++iterations;
-  }
-  const double per_iteration = std::max(spent / iterations, 1e-6);
-  return std::clamp<int64_t>(static_cast<int64_t>(std::ceil(plan.min_rep_ms / per_iteration)), 1,
-                             1000000);
-}
-
-// Forwards everything to Google Benchmark's JSON reporter (benchmark.json) and collects each
-// repetition's wall and CPU time per iteration, keyed by benchmark name.
-class CollectingReporter : public benchmark::BenchmarkReporter {
- public:
-  explicit CollectingReporter(std::ostream& json_out) {
-    json_.SetOutputStream(&json_out);
-    json_.SetErrorStream(&std::cerr);
-  }
-  bool ReportContext(const Context& context) override { return json_.ReportContext(context); }
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& run : runs)
-      if (run.iterations > 0)
-        milliseconds_[run.run_name.function_name] = {run.GetAdjustedRealTime(), run.GetAdjustedCPUTime()};
-    json_.ReportRuns(runs);
-  }
-  void Finalize() override { json_.Finalize(); }
-  struct WallAndCpu {
-    double wall_ms, cpu_ms;
-  };
-  const std::map<std::string, WallAndCpu>& milliseconds() const { return milliseconds_; }
-
- private:
-  benchmark::JSONReporter json_;
-  std::map<std::string, WallAndCpu> milliseconds_;
-};
-
-struct Registered {
-  size_t case_index;
-  int rep;
-  std::string name;
-};
+// What Google Benchmark adds to a repetition around its iterations (registering, starting the
+// run, reporting), measured at about a millisecond here; counted so that a plan of thousands of
+// short repetitions is not underestimated.
+constexpr double kRepetitionOverheadSeconds = 0.002;
+constexpr int64_t kMaxIterationsPerRep = 1000000;
 
 void initialize_benchmark_library() {
   static bool done = false;
@@ -67,77 +29,179 @@ void initialize_benchmark_library() {
   done = true;
 }
 
-}  // namespace
+// Keeps the one run a repetition reports: its times and Google Benchmark's own JSON entry for it
+// (written by a JSONReporter of its own, so the entry is exactly the library's).
+class RepetitionReporter : public benchmark::BenchmarkReporter {
+ public:
+  bool ReportContext(const Context&) override { return true; }
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      if (run.run_type != Run::RT_Iteration) continue;
+      error_ = run.error_occurred ? run.error_message : "";
+      wall_ms_ = run.GetAdjustedRealTime();
+      cpu_ms_ = run.GetAdjustedCPUTime();
+      std::ostringstream text;
+      benchmark::JSONReporter json;
+      json.SetOutputStream(&text);
+      json.SetErrorStream(&std::cerr);
+      json.ReportRuns({run});
+      entry_ = nlohmann::json::parse(text.str());
+      reported_ = true;
+    }
+  }
+  bool reported_ = false;
+  std::string error_;
+  double wall_ms_ = 0, cpu_ms_ = 0;
+  nlohmann::json entry_;
+};
 
-Timings time_cases(std::vector<LiveCase>& cases, const TimingPlan& plan,
-                   const std::function<void(const std::string&)>& journal) {
-  initialize_benchmark_library();
-  Timings timings;
-  std::vector<size_t> timed;
-  for (size_t i = 0; i < cases.size(); ++i) {
-    LiveCase& live = cases[i];
-    if (!live.variant || live.status != Status::Ok) continue;
-    if (journal) journal(live.spec.row_name());
+// Every repetition of a case carries the same name, and its number among the case's repetitions,
+// as Google Benchmark names its own repetitions: compare.py groups them into one benchmark.
+void name_as_repetition(nlohmann::json& entry, const std::string& name, size_t case_index, int rep, int reps) {
+  entry["name"] = name;
+  entry["run_name"] = name;
+  entry["run_type"] = "iteration";
+  entry["family_index"] = case_index;
+  entry["per_family_instance_index"] = 0;
+  entry["repetitions"] = reps;
+  entry["repetition_index"] = rep;
+}
+
+std::optional<TimedRepetition> run_repetition(LiveCase& live, const CaseTiming& timing, const Repetition& repetition) {
+  LiveCase* target = &live;
+  benchmark::RegisterBenchmark(live.spec.row_name().c_str(), [target](benchmark::State& state) {
     try {
-      timings.iterations_per_rep[i] = warm_up_and_calibrate(live, plan);
-      timed.push_back(i);
+      for (auto _ : state) state.SetIterationTime(timed_iteration(*target) / 1e3);
     } catch (const std::exception& error) {
-      record_error(live, "warm-up", error);
+      record_error(*target, "timed run", error);
+      state.SkipWithError(target->reason.c_str());
     }
-  }
-
-  std::mt19937_64 shuffle(plan.shuffle_seed);
-  std::vector<Registered> registered;
-  for (int rep = 0; rep < plan.reps; ++rep) {
-    std::vector<size_t> order = timed;
-    std::shuffle(order.begin(), order.end(), shuffle);
-    for (size_t index : order) {
-      LiveCase* live = &cases[index];
-      std::string name = live->spec.row_name() + "/rep:" + std::to_string(rep);
-      benchmark::RegisterBenchmark(name.c_str(), [live, journal](benchmark::State& state) {
-        if (!live->variant) {
-          state.SkipWithError("variant failed in an earlier repetition");
-          for (auto _ : state) state.SetIterationTime(0);
-          return;
-        }
-        if (journal) journal(live->spec.row_name());
-        try {
-          for (auto _ : state) state.SetIterationTime(timed_iteration(*live) / 1e3);
-        } catch (const std::exception& error) {
-          record_error(*live, "timed run", error);
-          state.SkipWithError(live->reason.c_str());
-        }
-      })
-          ->Iterations(timings.iterations_per_rep[index])
-          ->UseManualTime()
-          // CPU time of every thread of the process, not only this one: a variant's worker
-          // threads do its work too.
-          ->MeasureProcessCPUTime()
-          ->Unit(benchmark::kMillisecond);
-      registered.push_back({index, rep, name});
-    }
-  }
-
-  std::ostringstream json;
-  CollectingReporter reporter(json);
-  if (registered.empty()) {
-    // Nothing to time (every case skipped, or an empty shard): Google Benchmark would write no
-    // JSON at all, and benchmark.json must still parse.
-    timings.benchmark_json = "{\n  \"context\": {},\n  \"benchmarks\": []\n}\n";
-    return timings;
-  }
+  })
+      ->Iterations(timing.iterations_per_rep)
+      ->UseManualTime()
+      // CPU time of every thread of the process, not only this one: a variant's worker threads do
+      // its work too.
+      ->MeasureProcessCPUTime()
+      ->Unit(benchmark::kMillisecond);
+  RepetitionReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::ClearRegisteredBenchmarks();
-  timings.benchmark_json = json.str();
+  if (!reporter.reported_ || !reporter.error_.empty() || live.status != Status::Ok) return std::nullopt;
+  TimedRepetition timed{repetition, reporter.wall_ms_, reporter.cpu_ms_, std::move(reporter.entry_)};
+  name_as_repetition(timed.benchmark_entry, live.spec.row_name(), repetition.case_index, repetition.rep, timing.reps);
+  return timed;
+}
 
-  for (const Registered& r : registered) {
-    if (cases[r.case_index].status != Status::Ok) continue;
-    const auto found = reporter.milliseconds().find(r.name);
-    if (found == reporter.milliseconds().end()) continue;
-    timings.samples[r.case_index].push_back(found->second.wall_ms);
-    timings.cpu_samples[r.case_index].push_back(found->second.cpu_ms);
+}  // namespace
+
+double expected_warm_up_seconds(const TimingPlan& plan, double checked_ms, bool fresh) {
+  if (checked_ms >= kSlowIterationMs) return fresh ? checked_ms / 1e3 : 0;
+  return std::max(checked_ms, plan.warmup_ms) / 1e3;
+}
+
+CaseTiming warm_up(LiveCase& live, const TimingPlan& plan, double checked_ms, bool fresh) {
+  CaseTiming timing;
+  if (checked_ms >= kSlowIterationMs && !fresh) {
+    timing.iteration_ms = checked_ms;  // the check was the warm-up, and the measure of the pace
+  } else {
+    // The first iteration may still pay for first touches (caches, JIT, allocator pools): the
+    // pace is taken from the later ones when there are any.
+    const double first = timed_iteration(live);
+    double later = 0;
+    int later_count = 0;
+    while (first < kSlowIterationMs && first + later < plan.warmup_ms) {
+      later += timed_iteration(live);
+      ++later_count;
+    }
+    timing.iteration_ms = later_count > 0 ? later / later_count : first;
   }
-  return timings;
+  timing.iteration_ms = std::max(timing.iteration_ms, 1e-6);
+  timing.iterations_per_rep = std::clamp<int64_t>(
+      static_cast<int64_t>(std::ceil(plan.min_rep_ms / timing.iteration_ms)), 1, kMaxIterationsPerRep);
+  timing.reps = plan.reps;
+  return timing;
+}
+
+double repetition_seconds(const CaseTiming& timing) {
+  return static_cast<double>(timing.iterations_per_rep) * timing.iteration_ms / 1e3 + kRepetitionOverheadSeconds;
+}
+
+double fit_repetitions(std::vector<CaseTiming*> timings, const TimingPlan& plan, double budget_seconds) {
+  const int floor_reps = std::min(kMinimumReps, plan.reps);
+  const auto reps_at = [&](const CaseTiming& timing, double level) {
+    // Every case may spend up to `level` seconds; the cheap ones keep all their repetitions.
+    if (plan.reps_fixed) return plan.reps;
+    const double affordable = std::floor(level / repetition_seconds(timing));
+    return static_cast<int>(std::clamp<double>(affordable, floor_reps, plan.reps));
+  };
+  const auto total_at = [&](double level) {
+    double total = 0;
+    for (const CaseTiming* timing : timings) total += reps_at(*timing, level) * repetition_seconds(*timing);
+    return total;
+  };
+  double level = std::numeric_limits<double>::infinity();
+  if (total_at(level) > budget_seconds) {
+    double low = 0, high = 0;
+    for (const CaseTiming* timing : timings) high = std::max(high, plan.reps * repetition_seconds(*timing));
+    for (int i = 0; i < 60; ++i) {  // the largest level whose total fits
+      const double middle = (low + high) / 2;
+      (total_at(middle) <= budget_seconds ? low : high) = middle;
+    }
+    level = low;
+  }
+  for (CaseTiming* timing : timings) timing->reps = reps_at(*timing, level);
+  return total_at(level);
+}
+
+double check_limit_seconds(const TimingPlan& plan) { return plan.hang_timeout_s; }
+
+double repetition_limit_seconds(const CaseTiming& timing, const TimingPlan& plan) {
+  const double planned = repetition_seconds(timing);
+  return std::max(kHangMultiple * planned, std::min(60.0, plan.hang_timeout_s));
+}
+
+std::vector<Repetition> interleaved_schedule(const std::vector<int>& done, const std::vector<CaseTiming>& timings,
+                                             uint64_t seed) {
+  int rounds = 0;
+  for (const CaseTiming& timing : timings) rounds = std::max(rounds, timing.reps);
+  std::mt19937_64 shuffle(seed);
+  std::vector<Repetition> schedule;
+  for (int rep = 0; rep < rounds; ++rep) {
+    std::vector<Repetition> round;
+    for (size_t i = 0; i < timings.size(); ++i)
+      if (rep >= done[i] && rep < timings[i].reps) round.push_back({i, rep});
+    std::shuffle(round.begin(), round.end(), shuffle);
+    schedule.insert(schedule.end(), round.begin(), round.end());
+  }
+  return schedule;
+}
+
+void run_schedule(std::vector<LiveCase>& cases, const std::vector<CaseTiming>& timings,
+                  const std::vector<Repetition>& schedule, const TimingCallbacks& callbacks) {
+  initialize_benchmark_library();
+  for (const Repetition& repetition : schedule) {
+    LiveCase& live = cases[repetition.case_index];
+    if (!live.variant || live.status != Status::Ok) continue;  // failed in an earlier repetition
+    if (callbacks.starting) callbacks.starting(repetition);
+    if (auto timed = run_repetition(live, timings[repetition.case_index], repetition)) {
+      if (callbacks.finished) callbacks.finished(*timed);
+    } else if (callbacks.failed) {
+      callbacks.failed(repetition.case_index);
+    }
+  }
+}
+
+std::string benchmark_json(const std::vector<nlohmann::json>& entries) {
+  initialize_benchmark_library();
+  std::ostringstream text;
+  benchmark::JSONReporter json;
+  json.SetOutputStream(&text);
+  json.SetErrorStream(&std::cerr);
+  json.ReportContext(benchmark::BenchmarkReporter::Context());
+  // The reporter has opened the "benchmarks" array; closed here, the text parses.
+  nlohmann::json document = nlohmann::json::parse(text.str() + "]}");
+  document["benchmarks"] = entries;
+  return document.dump(2) + "\n";
 }
 
 }  // namespace pb::detail

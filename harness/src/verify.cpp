@@ -2,7 +2,6 @@
 
 #include <sys/sysinfo.h>
 
-#include <iostream>
 #include <sstream>
 
 #include "case_runner.hpp"
@@ -52,7 +51,20 @@ std::string describe(const detail::LiveCase& live) {
   return text.str();
 }
 
+// Checks one case on one seed; the problem (inputs and fp64 outputs) is made on first use and
+// shared by the workload's other cases.
+VerifyLine verify_case(const Case& c, uint64_t seed, std::map<std::string, detail::Problem>& problems, int threads) {
+  const std::string key = c.workload->full_name();
+  if (!problems.count(key)) problems[key] = detail::make_problem(*c.workload, c.size, seed);
+  detail::LiveCase live(c);
+  detail::prepare(live, problems[key], threads);
+  detail::check(live, problems[key]);
+  return {c.row_name(), seed, live.status, describe(live)};
+}
+
 }  // namespace
+
+std::string VerifyLine::check_name() const { return row_name + " seed " + std::to_string(seed); }
 
 std::vector<VerifyLine> execute_verify(const VerifyOptions& options) {
   std::vector<VerifyLine> lines;
@@ -65,14 +77,11 @@ std::vector<VerifyLine> execute_verify(const VerifyOptions& options) {
       std::map<std::string, detail::Problem> problems;
       for (const Case& c : cases) {
         if (options.sizes.empty() && !fits(*c.workload, size)) continue;
-        const std::string key = c.workload->full_name();
-        if (!problems.count(key)) problems[key] = detail::make_problem(*c.workload, size, seed);
-        detail::LiveCase live(c);
-        detail::prepare(live, problems[key], options.threads);
-        detail::check(live, problems[key]);
-        lines.push_back({c.row_name(), seed, live.status, describe(live)});
-        std::cerr << lines.back().status << "  " << lines.back().row_name << "  seed " << seed << "  "
-                  << lines.back().detail << "\n";
+        const VerifyLine check{c.row_name(), seed, Status::Ok, ""};
+        if (options.done.count(check.check_name())) continue;
+        if (options.starting) options.starting(check);
+        lines.push_back(verify_case(c, seed, problems, options.threads));
+        if (options.finished) options.finished(lines.back());
       }
     }
   }

@@ -58,37 +58,21 @@ std::optional<CannotRun> capability_gap(const PhaseInfo& phase, const Backend& b
 /// regex, suite or backend name.
 std::vector<Case> plan_cases(const Selection& selection, SizeClass size);
 
+/// What `run` spends on a whole run, checking included, unless told otherwise (--time-budget): the
+/// README's main command runs the default suite in at most ten minutes on two cores.
+constexpr double kDefaultTimeBudgetSeconds = 480;
+
 struct RunOptions {
   Selection selection;
   SizeClass size = SizeClass::Default;
-  int reps = 10;
+  int reps = 10;            // repetitions per timed case while the budget allows, never fewer than 3
+  bool reps_fixed = false;  // --reps given: exactly `reps`, whatever the budget
   int threads = 1;
   uint64_t seed = 1;
   bool quick = false;
+  double time_budget_s = kDefaultTimeBudgetSeconds;
+  double hang_timeout_s = 300;  // a check or warm-up running longer is ended: ERROR "timed out"
   std::string run_id;
-  // Cases (by row_name) a previous worker crashed in, with the reason: reported as ERROR, not run.
-  std::vector<std::pair<std::string, std::string>> crashed;
-  // Called with a line describing the case about to be touched (the crash journal).
-  std::function<void(const std::string&)> journal;
-};
-
-/// What `run` measured. Rows hold the check, the counters and the statuses; every column derived
-/// from the samples (times, speedups, throughput, roofline, claims) is the results model's to fill
-/// (harness/src/results_model.hpp), for `run` and `merge --pool` alike.
-struct RunOutcome {
-  std::vector<ResultRow> rows;
-  std::vector<SampleRow> samples;
-  std::string benchmark_json;
-};
-
-RunOutcome execute_run(const RunOptions& options);
-
-struct VerifyOptions {
-  Selection selection;
-  std::vector<SizeClass> sizes;  // empty: every size whose memory estimate fits
-  int seeds = 3;
-  uint64_t first_seed = 1;
-  int threads = 1;
 };
 
 struct VerifyLine {
@@ -96,8 +80,26 @@ struct VerifyLine {
   uint64_t seed = 0;
   Status status = Status::Ok;
   std::string detail;
+  /// "<row name> seed <seed>": one check of `verify`, as its worker's journal names it.
+  std::string check_name() const;
 };
 
+struct VerifyOptions {
+  Selection selection;
+  std::vector<SizeClass> sizes;  // empty: every size whose memory estimate fits
+  int seeds = 3;
+  uint64_t first_seed = 1;
+  int threads = 1;
+  // The isolated worker's hooks (verify_command.cpp). Checks named in `done` (check_name()) were
+  // finished by an earlier worker and are not done again; `starting` is called with a check's row
+  // and seed before it begins (the worker's journal, fault injection), `finished` with its line.
+  std::set<std::string> done;
+  std::function<void(const VerifyLine& check)> starting;
+  std::function<void(const VerifyLine&)> finished;
+};
+
+/// Checks every selected case on every seed and size, in order; returns the lines of the checks
+/// it made (not those in `done`).
 std::vector<VerifyLine> execute_verify(const VerifyOptions& options);
 
 /// Initializes the backends the cases use (once per process) with this thread count.

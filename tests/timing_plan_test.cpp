@@ -1,0 +1,149 @@
+// How `run` plans its timing: repetitions fitted to the time budget (cheap cases keep all they
+// asked for, expensive ones give up repetitions first, never below three), the interleaved
+// schedule that a restarted worker continues, the limits that end a hang, and the run record that
+// survives a killed worker.
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <numeric>
+#include <set>
+
+#include "process.hpp"
+#include "run_record.hpp"
+#include "timing.hpp"
+
+namespace pb::detail {
+namespace {
+namespace fs = std::filesystem;
+
+CaseTiming costing(double seconds_per_rep) {
+  CaseTiming timing;
+  timing.iterations_per_rep = 1;
+  timing.iteration_ms = seconds_per_rep * 1e3;
+  return timing;
+}
+
+double planned_seconds(const std::vector<CaseTiming>& timings) {
+  double total = 0;
+  for (const CaseTiming& timing : timings) total += timing.reps * repetition_seconds(timing);
+  return total;
+}
+
+std::vector<CaseTiming*> all(std::vector<CaseTiming>& timings) {
+  std::vector<CaseTiming*> pointers;
+  for (CaseTiming& timing : timings) pointers.push_back(&timing);
+  return pointers;
+}
+
+TEST(FitRepetitions, EveryCaseKeepsItsRepetitionsWhenTheyFit) {
+  std::vector<CaseTiming> timings{costing(0.05), costing(0.5), costing(2)};
+  TimingPlan plan;
+  const double expected = fit_repetitions(all(timings), plan, 1000);
+  for (const CaseTiming& timing : timings) EXPECT_EQ(timing.reps, 10);
+  EXPECT_NEAR(expected, planned_seconds(timings), 1e-9);
+}
+
+TEST(FitRepetitions, TheExpensiveCasesGiveUpRepetitionsFirstAndNeverGoBelowThree) {
+  std::vector<CaseTiming> timings{costing(0.05), costing(0.05), costing(5), costing(20)};
+  TimingPlan plan;
+  const double budget = 90;
+  fit_repetitions(all(timings), plan, budget);
+  EXPECT_EQ(timings[0].reps, 10);
+  EXPECT_EQ(timings[1].reps, 10);
+  EXPECT_EQ(timings[3].reps, 3);  // 60 s at the least
+  EXPECT_EQ(timings[2].reps, 5);  // what is left: 90 - 60 - 1 s
+  EXPECT_LE(planned_seconds(timings), budget);
+  // As many as fit: one more repetition of the 5 s case would not.
+  EXPECT_GT(planned_seconds(timings) + repetition_seconds(timings[2]), budget);
+}
+
+TEST(FitRepetitions, ABudgetTooSmallForThreeEachStillGetsThree) {
+  std::vector<CaseTiming> timings{costing(1), costing(10)};
+  TimingPlan plan;
+  fit_repetitions(all(timings), plan, 0);
+  for (const CaseTiming& timing : timings) EXPECT_EQ(timing.reps, kMinimumReps);
+}
+
+TEST(FitRepetitions, RepetitionsGivenOnTheCommandLineAreKeptWhateverTheBudget) {
+  std::vector<CaseTiming> timings{costing(0.05), costing(30)};
+  TimingPlan plan;
+  plan.reps = 2;
+  plan.reps_fixed = true;
+  fit_repetitions(all(timings), plan, 1);
+  for (const CaseTiming& timing : timings) EXPECT_EQ(timing.reps, 2);
+}
+
+TEST(InterleavedSchedule, EachRepetitionOnceRoundByRoundFromWhereTheRecordStops) {
+  std::vector<CaseTiming> timings{costing(0.1), costing(0.1), costing(0.1)};
+  timings[0].reps = 5;
+  timings[1].reps = 3;
+  timings[2].reps = 0;  // not timed
+  const std::vector<int> done{2, 0, 0};
+  const std::vector<Repetition> schedule = interleaved_schedule(done, timings, 7);
+  std::set<std::pair<size_t, int>> seen;
+  int last_round = -1;
+  for (const Repetition& repetition : schedule) {
+    EXPECT_TRUE(seen.insert({repetition.case_index, repetition.rep}).second) << "twice";
+    EXPECT_GE(repetition.rep, last_round) << "rounds in order";
+    last_round = repetition.rep;
+  }
+  std::set<std::pair<size_t, int>> expected{{0, 2}, {0, 3}, {0, 4}, {1, 0}, {1, 1}, {1, 2}};
+  EXPECT_EQ(seen, expected);
+  EXPECT_EQ(schedule.size(), interleaved_schedule(done, timings, 7).size());
+}
+
+TEST(StepLimits, ARepetitionMayRunTenTimesItsPlanAndNeverLessThanAMinute) {
+  TimingPlan plan;
+  EXPECT_DOUBLE_EQ(check_limit_seconds(plan), 300);
+  EXPECT_DOUBLE_EQ(repetition_limit_seconds(costing(0.05), plan), 60);
+  EXPECT_NEAR(repetition_limit_seconds(costing(20), plan), 10 * repetition_seconds(costing(20)), 1e-9);
+  plan.hang_timeout_s = 2;  // a test's short limit shortens the floor too
+  EXPECT_DOUBLE_EQ(repetition_limit_seconds(costing(0.05), plan), 2);
+}
+
+ResultRow checked_row(const std::string& workload) {
+  ResultRow row;
+  row.run_id = "r";
+  row.suite = "trainer2";
+  row.workload = workload;
+  row.size = "small";
+  row.backend = "reference";
+  row.device = "cpu";
+  row.phase = "serial_fp32";
+  row.status = Status::Ok;
+  return row;
+}
+
+SampleRow sample(const std::string& workload, int rep) {
+  return {workload, "small", "reference", "cpu", "serial_fp32", rep, 1.5 + rep, "trainer2", 1.0};
+}
+
+TEST(RunRecord, ReadsBackWhatWasRecordedAndDropsALineCutShortByAKill) {
+  const fs::path dir = testing::fresh_temp_path("record");
+  {
+    RunRecorder recorder(dir);
+    recorder.checked(checked_row("lior_step"));
+    recorder.checked(checked_row("retrieval"));
+    recorder.plan({{"trainer2/lior_step/small/reference/cpu/0_serial_fp32", {4, 20, 0.5}}});
+    recorder.repetition(sample("lior_step", 0), {{"name", "a"}});
+    recorder.repetition(sample("lior_step", 1), {{"name", "a"}});
+    recorder.error("trainer2/retrieval/small/reference/cpu/0_serial_fp32", "timed out after\t2 s");
+    recorder.arguments({{"run_id", "r"}});
+  }
+  std::ofstream(dir / "samples.csv", std::ios::app) << "lior_step,small,refer";  // a worker killed mid-write
+  const RunRecord record = read_run_record(dir);
+  EXPECT_EQ(record.checked.size(), 2u);
+  ASSERT_TRUE(record.checked.count("trainer2/lior_step/small/reference/cpu/0_serial_fp32"));
+  const auto& samples = record.samples_of(checked_row("lior_step"));
+  ASSERT_EQ(samples.size(), 2u);
+  EXPECT_DOUBLE_EQ(samples[1].ms, 2.5);
+  EXPECT_EQ(record.plan.at("trainer2/lior_step/small/reference/cpu/0_serial_fp32").reps, 4);
+  EXPECT_EQ(record.errors.at("trainer2/retrieval/small/reference/cpu/0_serial_fp32"), "timed out after 2 s");
+  EXPECT_EQ(record.arguments["run_id"], "r");
+  EXPECT_TRUE(read_run_record(testing::fresh_temp_path("none")).checked.empty()) << "no record: an empty one";
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace pb::detail
