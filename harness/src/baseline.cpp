@@ -34,7 +34,7 @@ void check_usable(const results::RunData& run) {
 void write_baseline(const results::RunData& run, const fs::path& directory) {
   nlohmann::json machine = run.machine;
   machine["baseline"] = {{"recorded_from", run.machine.value("run_id", run.label)}, {"recorded_at", make_run_id()}};
-  results::write_run_directory(directory, {run.rows, run.sample_rows, machine, run.catalog, ""});
+  results::write_run_directory(directory, {run.rows, run.sample_rows, machine, run.catalog, "", {}});
 }
 
 }  // namespace

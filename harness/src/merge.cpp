@@ -219,7 +219,7 @@ std::vector<std::string> merge_runs(const MergeOptions& options) {
                   options.out_dir + ": " + std::to_string(merged.rows.size()) + " rows, " +
                   std::to_string(merged.samples.size()) + " samples");
   results::write_run_directory(options.out_dir, {std::move(merged.rows), std::move(merged.samples),
-                                                 std::move(machine), catalog, merged_benchmark_json(runs)});
+                                                 std::move(machine), catalog, merged_benchmark_json(runs), {}});
   return notes;
 }
 

@@ -169,7 +169,8 @@ void RunInProgress::check_all() {
     names_.push_back(cases_[i].spec.row_name());
     if (!restore(i)) to_check.push_back(i);
   }
-  progress_.plan({{"checking", to_check.size(), 1.0}});
+  progress_.plan({{"checking", to_check.size(), 1.0, {}}});
+  const double started_at = seconds_since_epoch();
   for (size_t i : to_check) {
     LiveCase& live = cases_[i];
     begin_step(i, check_limit_seconds(plan_));
@@ -180,6 +181,8 @@ void RunInProgress::check_all() {
     recorder_.checked(checked_row(live, options_));
     note(i, "checked", "; checking: about " + format_duration(progress_.seconds_left()) + " left");
   }
+  progress_.note("checking: " + std::to_string(to_check.size()) + " cases in " +
+                 format_duration(seconds_since_epoch() - started_at));
 }
 
 // A case checked by an earlier worker is set up again before it is timed.
@@ -200,7 +203,7 @@ bool RunInProgress::set_up_again(size_t i) {
 // Timings an earlier worker planned: each case set up again and warmed up with one iteration.
 std::vector<CaseTiming> RunInProgress::planned_timings(const std::vector<size_t>& timed) {
   std::vector<CaseTiming> timings(cases_.size());
-  progress_.plan({{"warm-up", timed.size(), 1.0}});
+  progress_.plan({{"warm-up", timed.size(), 1.0, {}}});
   for (size_t i : timed) {
     const auto planned = previous_.plan.find(name(i));
     if (planned == previous_.plan.end()) continue;  // checked after the plan was made: not timed
@@ -229,7 +232,7 @@ std::vector<CaseTiming> RunInProgress::new_timings(const std::vector<size_t>& ti
   std::vector<CaseTiming> timings(cases_.size());
   std::vector<double> expected;
   for (size_t i : timed) expected.push_back(expected_warm_up_seconds(plan_, checked_ms_[i], checked_ms_[i] == 0));
-  Progress::Stage stage{"warm-up", timed.size(), 0.0};
+  Progress::Stage stage{"warm-up", timed.size(), 0.0, {}};
   stage.step_seconds = expected;
   progress_.plan({stage});
   std::vector<CaseTiming*> fitted;
@@ -283,11 +286,12 @@ void RunInProgress::time_all() {
     if (const auto row = previous_.checked.find(name(i)); row != previous_.checked.end())
       done[i] = static_cast<int>(previous_.samples_of(row->second).size());
   const std::vector<Repetition> schedule = interleaved_schedule(done, timings, plan_.shuffle_seed);
-  Progress::Stage stage{"timing", schedule.size(), 0.0};
+  Progress::Stage stage{"timing", schedule.size(), 0.0, {}};
   for (const Repetition& repetition : schedule)
     stage.step_seconds.push_back(repetition_seconds(timings[repetition.case_index]));
   progress_.plan({stage});
   announce(timings, schedule, options_.time_budget_s - (seconds_since_epoch() - hooks_.budget_started_at));
+  const double estimate = progress_.seconds_left(), started_at = seconds_since_epoch();
 
   TimingCallbacks callbacks;
   size_t started = 0;
@@ -307,6 +311,9 @@ void RunInProgress::time_all() {
   };
   callbacks.failed = [&](size_t case_index) { fail(case_index); };
   run_schedule(cases_, timings, schedule, callbacks);
+  // Estimate against actual, so that a user (and the estimate's maintainer) sees how far off it was.
+  progress_.note("timing: " + std::to_string(schedule.size()) + " repetitions in " +
+                 format_duration(seconds_since_epoch() - started_at) + " (estimated " + format_duration(estimate) + ")");
 }
 
 // ---- assembling ----------------------------------------------------------------------------------

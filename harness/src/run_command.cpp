@@ -174,7 +174,7 @@ int write_run(const fs::path& directory, bool replacing, const fs::path& record_
   catalog::Catalog catalog = catalog::build(measured_workloads(run.rows), options.size);
   results::RunFiles files{std::move(run.rows), std::move(run.samples),
                           run_machine(options, record, ending, run, directory), std::move(catalog),
-                          detail::benchmark_json(run.benchmark_entries)};
+                          detail::benchmark_json(run.benchmark_entries), {}};
   if (ending) files.resume_record = record_dir;
   const results::IndexedSamples samples = results::index_samples(files.samples, files.rows, "the run's samples");
   results::derive_columns(files.rows, {&samples.wall, &files.catalog, ceilings});

@@ -204,22 +204,29 @@ struct EagerWeights {
   Floats head_weight, head_bias;
 };
 
+// One output row per iteration, accumulated over (c, dy, dx) in the reference's order (so each
+// pixel sums the same terms in the same order), with the zero padding as loop bounds: the inner
+// loop runs over contiguous pixels and vectorizes. The eager port is op by op, not a slow
+// convolution: the original's eager conv is a library convolution.
 Floats eager_conv(const ConstFloats& in, int in_channels, const ConstFloats& weight, int out_channels,
                   const ref::Architecture& a) {
   const int height = a.height, width = a.width, k = a.kernel, pad = a.kernel / 2;
   Floats out = fresh<Floats>(int64_t{out_channels} * height * width);
-  Kokkos::parallel_for(kConvLabel, RangePolicy(0, out.extent(0)), KOKKOS_LAMBDA(int64_t i) {
-    const int x = static_cast<int>(i % width), y = static_cast<int>(i / width % height);
-    const int o = static_cast<int>(i / (int64_t{width} * height));
-    float sum = 0;
+  Kokkos::parallel_for(kConvLabel, RangePolicy(0, int64_t{out_channels} * height), KOKKOS_LAMBDA(int64_t r) {
+    const int y = static_cast<int>(r % height), o = static_cast<int>(r / height);
+    float* row = out.data() + r * width;
+    for (int x = 0; x < width; ++x) row[x] = 0;
     for (int c = 0; c < in_channels; ++c)
-      for (int dy = 0; dy < k; ++dy)
+      for (int dy = 0; dy < k; ++dy) {
+        const int iy = y + dy - pad;
+        if (iy < 0 || iy >= height) continue;
+        const float* source = in.data() + (int64_t{c} * height + iy) * width - pad;
         for (int dx = 0; dx < k; ++dx) {
-          const int iy = y + dy - pad, ix = x + dx - pad;
-          if (iy < 0 || iy >= height || ix < 0 || ix >= width) continue;
-          sum += weight(((o * in_channels + c) * k + dy) * k + dx) * in((int64_t{c} * height + iy) * width + ix);
+          const float w = weight(((o * in_channels + c) * k + dy) * k + dx);
+          const int x_begin = pad - dx > 0 ? pad - dx : 0, x_end = width + pad - dx < width ? width + pad - dx : width;
+          for (int x = x_begin; x < x_end; ++x) row[x] += w * source[x + dx];
         }
-    out(i) = sum;
+      }
   });
   return out;
 }

@@ -89,9 +89,10 @@ struct EngineWeights {
   std::vector<int> in_channels, out_channels;
   std::vector<memory> conv, gamma, beta;  // [out,in,k,k], [out], [out]
   memory head_weight, head_bias;           // [3,c,1,1], [3]
+  memory scaled_head_weight, scaled_head_bias;  // both times `head_scale` (see OperatorCall::head)
   int kernel = 0;
 
-  explicit EngineWeights(const ref::OperatorWeights<float>& w) : kernel(w.kernel) {
+  EngineWeights(const ref::OperatorWeights<float>& w, float head_scale) : kernel(w.kernel) {
     const auto vector = [](const std::vector<float>& v) {
       return upload({{static_cast<int64_t>(v.size())}, DataType::f32, Tag::a}, v);
     };
@@ -105,6 +106,12 @@ struct EngineWeights {
     }
     head_weight = upload({{ref::kFieldChannels, out_channels.back(), 1, 1}, DataType::f32, Tag::oihw}, w.head_weight);
     head_bias = vector(w.head_bias);
+    const auto times_scale = [head_scale](std::vector<float> v) {
+      for (float& x : v) x *= head_scale;
+      return v;
+    };
+    scaled_head_weight = upload(head_weight.get_desc(), times_scale(w.head_weight));
+    scaled_head_bias = vector(times_scale(w.head_bias));
   }
 };
 
@@ -117,6 +124,10 @@ memory per_channel(const memory& values, int channels) {
 struct PolicyMix {
   float of_state = 0, of_output = 1;
 };
+
+/// Whether the fused head uses weights pre-scaled by of_output (see OperatorCall::head): when the
+/// state is mixed in with a weight other than of_output's.
+bool head_is_prescaled(const PolicyMix& mix) { return mix.of_state != 0 && mix.of_state != mix.of_output; }
 
 PolicyMix policy_mix(ref::Policy policy) {
   switch (policy) {
@@ -355,23 +366,32 @@ class OperatorCall {
   }
 
   // The 1x1 head with bias and the policy update. With compile_fusion the update is fused into
-  // the head: post-ops sum(a_x / a_o) then linear(a_o) on a destination that holds the state x,
-  // so the head writes x <- a_x x + a_o O in place (gemm:jit takes the sum only first: [linear,
-  // sum] falls to ref:any, 170 ms per call). The state is copied into the trajectory once per
-  // step.
+  // the head, which writes x <- a_x x + a_o O in place on a destination that holds the state x.
+  // gemm:jit runs a sum post-op only first and only with scale 1 ([linear, sum] and sum:100,
+  // the residual policy's a_x / a_o, fall to ref:any at 16-18 ms per call instead of 0.4 ms):
+  // so sum(1) then linear(a_o) when a_x = a_o (convex), and otherwise the head's weights and
+  // bias pre-scaled by a_o (setup) with sum(a_x) (residual: sum(1)). The state is copied into
+  // the trajectory once per step.
   void head(const memory& source) {
     const int channels = weights_.out_channels.back();
     const memory::desc weights_desc({ref::kFieldChannels, channels, 1, 1}, plan_.activations(),
                                     plan_.channels_last ? Tag::any : Tag::oihw);
     if (!plan_.fused) return eager_head_and_policy(source, weights_desc);
+    const bool prescaled = head_is_prescaled(policy_);
+    const memory& weight = prescaled ? weights_.scaled_head_weight : weights_.head_weight;
+    const memory& bias = prescaled ? weights_.scaled_head_bias : weights_.head_bias;
     PostOps post;
-    if (policy_.of_state != 0) post.sum(policy_.of_state / policy_.of_output);
-    if (policy_.of_output != 1) post.eltwise(algorithm::eltwise_linear, policy_.of_output, 0.0f);
-    const auto pd = convolution_pd(source.get_desc(), weights_desc, weights_.head_bias.get_desc(),
-                                   state_out_.get_desc(), 0, post.attr());
+    if (prescaled) {
+      post.sum(policy_.of_state);
+    } else {
+      if (policy_.of_state != 0) post.sum(policy_.of_state / policy_.of_output);
+      if (policy_.of_output != 1) post.eltwise(algorithm::eltwise_linear, policy_.of_output, 0.0f);
+    }
+    const auto pd = convolution_pd(source.get_desc(), weights_desc, bias.get_desc(), state_out_.get_desc(), 0,
+                                   post.attr());
     program_.add(Execution(pd, {{DNNL_ARG_SRC, source},
-                                {DNNL_ARG_WEIGHTS, converted(weights_.head_weight, pd.weights_desc())},
-                                {DNNL_ARG_BIAS, weights_.head_bias},
+                                {DNNL_ARG_WEIGHTS, converted(weight, pd.weights_desc())},
+                                {DNNL_ARG_BIAS, bias},
                                 {DNNL_ARG_DST, state_out_}}));
   }
 
@@ -450,7 +470,7 @@ class CnnRolloutOnednn final : public Variant {
     const memory::desc x0_desc({1, ref::kFieldChannels, H, W}, DataType::f32, Tag::nchw);
     x0_ = upload(x0_desc, require(inputs, sp::kInitialField).to_floats());
     trajectory_ = allocate({{T * M, ref::kFieldChannels, H, W}, DataType::f32, Tag::nchw});
-    weights_ = std::make_unique<EngineWeights>(sp::load_weights<float>(inputs, arch_));
+    weights_ = std::make_unique<EngineWeights>(sp::load_weights<float>(inputs, arch_), policy_mix(policy_).of_output);
     call_ = std::make_unique<OperatorCall>(plan_, *weights_, arch_, policy_, plan_.batched ? arch_.realizations : 1);
     if (plan_.fused) {
       state_ = allocate({{M, ref::kFieldChannels, H, W}, DataType::f32, plan_.layout()});
