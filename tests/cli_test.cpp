@@ -38,6 +38,16 @@ TEST(Cli, UnknownSuite) { expect_usage_error("list --suite nosuch", "nosuch"); }
 TEST(Cli, BadRegex) { expect_usage_error("verify --filter '(['", "regular expression"); }
 TEST(Cli, VerifyMatchingNothing) { expect_usage_error("verify --filter nothing-matches-this", "matches no variant"); }
 TEST(Cli, RunMatchingNothing) { expect_usage_error("run --quick --filter nothing-matches-this", "matches no variant"); }
+TEST(Cli, SeedPastItsRangeIsAnErrorNotSaturated) {
+  expect_usage_error("run --quick --seed 99999999999999999999999", "larger than the largest seed");
+  expect_usage_error("verify --seed -1", "not a seed");
+  expect_usage_error("dump --workload trainer2/lior_step --seed 12x --out /tmp/x", "not a seed");
+}
+TEST(Cli, BaselineRecordOfNothingPrintsOnlyTheError) {
+  const auto result = run_phasebench("baseline record /nonexistent-run-dir");
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_EQ(result.output.find("baseline recorded"), std::string::npos) << result.output;
+}
 TEST(Cli, BadSeedCount) { expect_usage_error("verify --seeds 0", "--seeds"); }
 TEST(Cli, DumpNeedsAWorkload) { expect_usage_error("dump --out /tmp/x", "--workload"); }
 TEST(Cli, DumpUnknownWorkload) {

@@ -135,6 +135,30 @@ TEST(ResultsCsv, StatusesRoundTripAndAnUnknownOneIsRejected) {
     EXPECT_NE(message.find(part), std::string::npos) << message;
 }
 
+// Times must be finite and not negative, counts not negative: a sample of nan or -5 ms would
+// otherwise enter the statistics of compare and report. An empty cell (not timed) still reads.
+TEST(ResultsCsv, NonFiniteOrNegativeTimesAndCountsAreRejected) {
+  for (const char* bad : {"nan", "-5", "inf"}) {
+    std::string text = samples_csv({{"lior_step", "small", "kokkos", "cpu", "baseline", 4, 0.125, "trainer2"}});
+    text.replace(text.find("0.125"), 5, bad);
+    const fs::path path = write_temp("bad-samples.csv", text);
+    try {
+      read_samples_csv(path.string());
+      ADD_FAILURE() << "a sample of " << bad << " ms was read";
+    } catch (const InputError& error) {
+      const std::string message = error.what();
+      EXPECT_NE(message.find(path.string() + " line 2, column ms"), std::string::npos) << message;
+    }
+  }
+  std::string text = results_csv({sample_row()});
+  text.replace(text.find("1.25"), 4, "-1.25");
+  EXPECT_NE(read_error(write_temp("negative-median.csv", text)).find("column median_ms"), std::string::npos);
+  ResultRow untimed = sample_row();
+  untimed.median_ms = kMissing;
+  untimed.host_syncs_per_iter = kMissing;
+  EXPECT_EQ(read_error(write_temp("untimed.csv", results_csv({untimed}))), "");
+}
+
 TEST(ResultsCsv, FileWithoutContractColumnsIsRejected) {
   const fs::path path = write_temp("other.csv", "a,b,c\n1,2,3\n");
   EXPECT_THROW(read_results_csv(path.string()), InputError);

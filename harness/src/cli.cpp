@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <charconv>
 #include <iostream>
 #include <thread>
 
@@ -30,6 +31,24 @@ void add_selection(CLI::App& command, Selection& selection, bool with_backend) {
 }
 
 SizeClass size_from(const std::string& name) { return *parse_size(name); }
+
+/// A seed option parsed strictly: CLI11 saturates an unsigned value past its range
+/// (99999999999999999999999 became 18446744073709551615), which would silently run another seed.
+CLI::Option* add_seed_option(CLI::App& command, const std::string& name, uint64_t& seed, const std::string& help) {
+  return command.add_option_function<std::string>(
+      name,
+      [&seed, name](const std::string& text) {
+        uint64_t value = 0;
+        const char* end = text.data() + text.size();
+        const auto [stop, error] = std::from_chars(text.data(), end, value);
+        if (error == std::errc::result_out_of_range)
+          throw CLI::ValidationError(name, "'" + text + "' is larger than the largest seed, 18446744073709551615");
+        if (error != std::errc() || stop != end || text.empty())
+          throw CLI::ValidationError(name, "'" + text + "' is not a seed (a whole number from 0)");
+        seed = value;
+      },
+      help);
+}
 
 bool is_command(const CLI::App& app, const std::string& word) {
   for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; }))
@@ -83,7 +102,7 @@ int run_cli(int argc, char** argv) {
       ->check(CLI::Range(0.1, 1e7));
   run->add_option("--threads", run_command.options.threads, "CPU threads for torch, OpenMP, oneDNN (default: all cores)")
       ->check(CLI::Range(1, 4096));
-  run->add_option("--seed", run_command.options.seed, "input seed (default 1)");
+  add_seed_option(*run, "--seed", run_command.options.seed, "input seed (default 1)");
   run->add_flag("--quick", run_command.options.quick, "3 short repetitions: a smoke test, not a measurement");
   run->add_option("--out", run_command.out_dir, "run directory to create (must not exist)");
   CLI::Option* resume = run->add_option("--resume", run_command.resume_dir,
@@ -98,7 +117,7 @@ int run_cli(int argc, char** argv) {
   CLI::App* verify = app.add_subcommand("verify", "correctness only: every variant on several seeds and sizes");
   add_selection(*verify, verify_options.selection, true);
   verify->add_option("--seeds", verify_options.seeds, "fresh seeds per size (default 3)")->check(CLI::Range(1, 1000));
-  verify->add_option("--seed", verify_options.first_seed, "first seed (default 1)");
+  add_seed_option(*verify, "--seed", verify_options.first_seed, "first seed (default 1)");
   verify->add_option("--size", verify_size, "only this size (default: every size that fits)")
       ->check(CLI::IsMember(kSizeNames));
   verify->add_option("--threads", verify_options.threads, "CPU threads (default: all cores)")->check(CLI::Range(1, 4096));
@@ -112,7 +131,7 @@ int run_cli(int argc, char** argv) {
   CLI::App* dump = app.add_subcommand("dump", "inputs and fp64 reference outputs as .npy with a manifest.json");
   dump->add_option("--workload", dump_command.workload, "suite/workload, e.g. trainer2/lior_step")->required();
   dump->add_option("--size", dump_size, "small, default or large (default small)")->check(CLI::IsMember(kSizeNames));
-  dump->add_option("--seed", dump_command.seed, "input seed (default 1)");
+  add_seed_option(*dump, "--seed", dump_command.seed, "input seed (default 1)");
   dump->add_option("--out", dump_command.out_dir, "directory to create (must not exist)")->required();
 
   RegressionCommands regression_commands(app);  // compare, merge, baseline

@@ -144,7 +144,8 @@ std::optional<int> RegressionCommands::run_chosen() {
     return 0;
   }
   if (*p.record) {
-    std::cout << "baseline recorded: " << baseline::record(p.run, p.record_options).string() << "\n";
+    const std::filesystem::path recorded = baseline::record(p.run, p.record_options);  // may refuse: print after
+    std::cout << "baseline recorded: " << recorded.string() << "\n";
     return 0;
   }
   if (*p.fingerprint) {

@@ -100,6 +100,29 @@ Field<Row> field(const char* name, Member Row::*member, bool required = true) {
   return f;
 }
 
+// A column that holds a time or a count: refused when negative, or (times) not finite. A missing
+// value (an empty cell: not timed) stays allowed.
+template <typename Row>
+Field<Row> non_negative(Field<Row> f, const char* what) {
+  f.read = [read = f.read, what](Row& row, const std::string& cell) {
+    if (!cell.empty()) {
+      const double value = parse_double(cell);
+      if (!std::isfinite(value) || value < 0)
+        throw CellError("'" + cell + "' is not a " + what + " (finite, not negative)");
+    }
+    read(row, cell);
+  };
+  return f;
+}
+template <typename Row, typename Member>
+Field<Row> time_field(const char* name, Member Row::*member, bool required = true) {
+  return non_negative(field(name, member, required), "time");
+}
+template <typename Row, typename Member>
+Field<Row> count_field(const char* name, Member Row::*member, bool required = true) {
+  return non_negative(field(name, member, required), "count");
+}
+
 using R = ResultRow;
 const auto& result_fields() {
   static const std::array fields{
@@ -108,16 +131,16 @@ const auto& result_fields() {
       field("phase_index", &R::phase_index), field("phase", &R::phase), field("exact", &R::exact),
       field("status", &R::status), field("reason", &R::reason),
       field("rel_l2_err", &R::rel_l2_err), field("max_abs_err", &R::max_abs_err),
-      field("tolerance", &R::tolerance), field("reps", &R::reps),
-      field("median_ms", &R::median_ms), field("min_ms", &R::min_ms), field("max_ms", &R::max_ms),
-      field("ci_low_ms", &R::ci_low_ms), field("ci_high_ms", &R::ci_high_ms),
+      field("tolerance", &R::tolerance), count_field("reps", &R::reps),
+      time_field("median_ms", &R::median_ms), time_field("min_ms", &R::min_ms), time_field("max_ms", &R::max_ms),
+      time_field("ci_low_ms", &R::ci_low_ms), time_field("ci_high_ms", &R::ci_high_ms),
       field("speedup_vs_prev", &R::speedup_vs_prev),
       field("speedup_vs_phase0", &R::speedup_vs_phase0),
       field("speedup_vs_reference", &R::speedup_vs_reference),
       field("claimed_min", &R::claimed_min), field("claimed_max", &R::claimed_max),
-      field("host_syncs_per_iter", &R::host_syncs_per_iter),
-      field("ops_per_iter", &R::ops_per_iter),
-      field("bytes_alloc_per_iter", &R::bytes_alloc_per_iter), field("gb_per_s", &R::gb_per_s),
+      count_field("host_syncs_per_iter", &R::host_syncs_per_iter),
+      count_field("ops_per_iter", &R::ops_per_iter),
+      count_field("bytes_alloc_per_iter", &R::bytes_alloc_per_iter), field("gb_per_s", &R::gb_per_s),
       field("gflop_per_s", &R::gflop_per_s), field("roofline_pct", &R::roofline_pct),
       field("threads", &R::threads),
       // added columns: optional when reading, so older files still load
@@ -142,8 +165,8 @@ using S = SampleRow;
 const auto& sample_fields() {
   static const std::array fields{
       field("workload", &S::workload), field("size", &S::size), field("backend", &S::backend),
-      field("device", &S::device), field("phase", &S::phase), field("rep", &S::rep),
-      field("ms", &S::ms), field("suite", &S::suite, false), field("cpu_ms", &S::cpu_ms, false),
+      field("device", &S::device), field("phase", &S::phase), count_field("rep", &S::rep),
+      time_field("ms", &S::ms), field("suite", &S::suite, false), time_field("cpu_ms", &S::cpu_ms, false),
   };
   return fields;
 }
