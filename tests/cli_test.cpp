@@ -6,6 +6,7 @@
 
 #include <fstream>
 
+#include "phasebench/results.hpp"
 #include "process.hpp"
 
 namespace pb {
@@ -47,6 +48,39 @@ TEST(Cli, BaselineRecordOfNothingPrintsOnlyTheError) {
   const auto result = run_phasebench("baseline record /nonexistent-run-dir");
   EXPECT_EQ(result.exit_code, 2) << result.output;
   EXPECT_EQ(result.output.find("baseline recorded"), std::string::npos) << result.output;
+}
+// A run directory whose samples.csv and results.csv do not describe the same cases is refused by
+// every command that reads runs, with both files named.
+TEST(Cli, SamplesThatDoNotMatchTheRowsAreRefused) {
+  ResultRow row;
+  row.run_id = "20261125T000000Z-test";
+  row.suite = "trainer2";
+  row.workload = "lior_step";
+  row.size = "small";
+  row.backend = "torch";
+  row.device = "cpu";
+  row.phase = "baseline";
+  row.status = Status::Ok;
+  row.reps = 2;
+  row.median_ms = 1.5;
+  const SampleRow one_of_two{"lior_step", "small", "torch", "cpu", "baseline", 0, 1.5, "trainer2"};
+  const SampleRow orphan{"lior_step", "small", "kokkos", "cpu", "baseline", 0, 1.5, "trainer2"};
+  const auto write_run = [&](const std::string& name, const std::vector<SampleRow>& samples) {
+    const auto dir = testing::fresh_temp_path(name);
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "results.csv") << results_csv({row});
+    std::ofstream(dir / "samples.csv") << samples_csv(samples);
+    return dir.string();
+  };
+  const std::string missing = write_run("missing-sample", {one_of_two});
+  SampleRow second = one_of_two;
+  second.rep = 1;
+  const std::string extra = write_run("orphan-sample", {one_of_two, second, orphan});
+  for (const std::string& command : {"compare " + missing + " " + missing, "report " + missing + " --out " +
+                                     testing::fresh_temp_path("report").string() + ".html",
+                                     "baseline record " + missing})
+    expect_usage_error(command, "has 2 repetitions but");
+  expect_usage_error("compare " + extra + " " + extra, "which has no row in");
 }
 TEST(Cli, BadSeedCount) { expect_usage_error("verify --seeds 0", "--seeds"); }
 TEST(Cli, DumpNeedsAWorkload) { expect_usage_error("dump --out /tmp/x", "--workload"); }

@@ -120,6 +120,7 @@ TEST_F(ReportInBrowser, OpensWithoutConsoleMessagesAndRendersAScreenshot) {
 // hold a zero, an empty entry and a "nan", as `run` may write them.
 void write_rollout_run(const fs::path& dir) {
   std::vector<ResultRow> rows;
+  std::vector<SampleRow> samples;  // each timed row's one repetition: a run's files agree
   for (int phase = 0; phase < 4; ++phase) {
     testing::CraftedRow crafted{"kokkos", phase, "phase" + std::to_string(phase), 4.0 / (phase + 1)};
     crafted.status = phase == 3 ? Status::Fail : Status::Ok;  // a failed approximate row still has its step errors drawn
@@ -132,10 +133,12 @@ void write_rollout_run(const fs::path& dir) {
     row.step_rel_l2_err = row.exact ? "0;1e-7;2e-7;;4e-7" : "0;3e-3;6e-3;nan;2e-2";
     row.step_budget = row.exact ? "" : "0;1e-2;2e-2;4e-2;8e-2";
     rows.push_back(row);
+    if (row.status == Status::Ok)
+      samples.push_back({row.workload, row.size, row.backend, row.device, row.phase, 0, row.median_ms, row.suite});
   }
   fs::create_directories(dir);
   std::ofstream(dir / "results.csv") << results_csv(rows);
-  std::ofstream(dir / "samples.csv") << samples_csv({});
+  std::ofstream(dir / "samples.csv") << samples_csv(samples);
 }
 
 TEST_F(ReportInBrowser, ApproximatePhasesAndStepErrorsRenderWithoutConsoleMessages) {

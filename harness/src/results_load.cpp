@@ -2,6 +2,7 @@
 // (results_csv.cpp), the samples beside it, machine.json and catalog.json.
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -117,6 +118,26 @@ std::string sample_key(const SampleRow& sample, const std::map<std::string, std:
   return found == by_key_without_suite.end() ? row_key(sample) : found->second;
 }
 
+// Samples and rows must describe the same cases: a sample of no row, or a timed row whose
+// repetitions are not all in samples.csv, means the two files do not belong together.
+void check_samples_match_rows(const RunData& run, const std::string& samples_path) {
+  std::map<std::string, const ResultRow*> rows;
+  for (const ResultRow& row : run.rows) rows[row_key(row)] = &row;
+  for (const auto& [key, samples] : run.samples)
+    if (!rows.count(key))
+      throw InputError(samples_path + ": " + std::to_string(samples.size()) + " samples of " + key +
+                       ", which has no row in " + run.results_path + " (files from different runs?)");
+  for (size_t i = 0; i < run.rows.size(); ++i) {
+    const ResultRow& row = run.rows[i];
+    if (row.status != Status::Ok || std::isnan(row.median_ms) || row.reps <= 0) continue;
+    const auto found = run.samples.find(row_key(row));
+    const size_t count = found == run.samples.end() ? 0 : found->second.size();
+    if (count != static_cast<size_t>(row.reps))
+      throw InputError(where(run.results_path, i) + ": row " + row_name(row) + " has " + std::to_string(row.reps) +
+                       " repetitions but " + samples_path + " holds " + std::to_string(count) + " of them");
+  }
+}
+
 nlohmann::json read_machine(const fs::path& path) {
   if (!fs::exists(path)) return nullptr;
   std::ifstream in(path);
@@ -182,6 +203,7 @@ RunData load_run(const std::string& path) {
   IndexedSamples indexed = index_samples(run.sample_rows, run.rows, samples.string());
   run.samples = std::move(indexed.wall);
   run.cpu_samples = std::move(indexed.cpu);
+  check_samples_match_rows(run, samples.string());
   run.machine = read_machine(dir / "machine.json");
   run.catalog = catalog::read(dir);
   // The recorded timing columns are the run's record; its claims are the catalog's.
