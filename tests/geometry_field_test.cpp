@@ -95,11 +95,11 @@ ArrayMap hamiltonian_by_cuda_bodies(const ArrayMap& inputs, const PhasePlan& pla
 /// The z_kernel's one block: per-thread partial sums, then the pairwise tree.
 float z_by_cuda_bodies(const std::vector<float>& f, const std::vector<float>& e, const float* w, int64_t count) {
   namespace body = pb::cuda_backend::bayesian;
-  std::vector<float> partials(body::kReductionThreads);
+  std::vector<double> partials(body::kReductionThreads);
   for (int t = 0; t < body::kReductionThreads; ++t) partials[t] = body::partial_z(f.data(), e.data(), w, count, t);
   for (int half = body::kReductionThreads / 2; half > 0; half /= 2)
     for (int t = 0; t < body::kReductionThreads; ++t) body::tree_step(partials.data(), t, half);
-  return partials[0];
+  return static_cast<float>(partials[0]);
 }
 
 ArrayMap bayesian_by_cuda_bodies(const ArrayMap& inputs, const PhasePlan& plan) {

@@ -31,7 +31,7 @@ __global__ void weight_kernel(int64_t count, const float* f, const float* e, flo
 // One block: Z from the stored weights, or with w null from F and E (compiled).
 __global__ void __launch_bounds__(body::kReductionThreads)
     z_kernel(const float* f, const float* e, const float* w, int64_t count, float* z) {
-  __shared__ float partials[body::kReductionThreads];
+  __shared__ double partials[body::kReductionThreads];
   const int thread = static_cast<int>(threadIdx.x);
   partials[thread] = body::partial_z(f, e, w, count, thread);
   __syncthreads();
@@ -39,7 +39,7 @@ __global__ void __launch_bounds__(body::kReductionThreads)
     body::tree_step(partials, thread, half);
     __syncthreads();
   }
-  if (thread == 0) *z = partials[0];
+  if (thread == 0) *z = static_cast<float>(partials[0]);
 }
 
 __global__ void posterior_host_z_kernel(int64_t count, const float* f, const float* w, float z, float* out) {

@@ -19,6 +19,8 @@ namespace ref = pb::reference::geometry;
 
 // Z is reduced by one block of kReductionThreads: thread t sums values t, t + threads, ... in
 // order, then the block adds the partial sums pairwise (tree_step). No atomics: the order is fixed.
+// The partial sums are doubles, as the reference's (reference/geometry/bayesian.hpp says why):
+// at the large size each thread adds 16k terms.
 constexpr int kReductionThreads = 256;
 
 PB_HOST_DEVICE inline void weight(int64_t k, const float* f, const float* e, float* w) {
@@ -26,17 +28,17 @@ PB_HOST_DEVICE inline void weight(int64_t k, const float* f, const float* e, flo
 }
 
 /// Thread `thread`'s partial Z from stored weights (or, with w null, recomputing them from e).
-PB_HOST_DEVICE inline float partial_z(const float* f, const float* e, const float* w, int64_t count, int thread) {
-  float partial = 0.f;
+PB_HOST_DEVICE inline double partial_z(const float* f, const float* e, const float* w, int64_t count, int thread) {
+  double partial = 0;
   for (int64_t k = thread; k < count; k += kReductionThreads) {
     const float wk = w ? w[k] : ref::evidence_weight(f + 2 * k, e + 2 * k);
-    partial += wk * ref::squared_modulus(f[2 * k], f[2 * k + 1]);
+    partial += double(wk * ref::squared_modulus(f[2 * k], f[2 * k + 1]));
   }
   return partial;
 }
 
 /// One level of the block's pairwise sum; within a level no slot is both read and written.
-PB_HOST_DEVICE inline void tree_step(float* partials, int thread, int half) {
+PB_HOST_DEVICE inline void tree_step(double* partials, int thread, int half) {
   if (thread < half) partials[thread] += partials[thread + half];
 }
 

@@ -9,7 +9,8 @@
 // then the update kernel. With device_branch, Z is reduced into a device View and the posterior
 // kernel reads it and branches per thread: no host sync. With compiled, the weights are not
 // stored: one reduction computes Z from F and E, one kernel writes the posterior and the update.
-// Every View is allocated in setup(): run() allocates nothing.
+// Z is summed in double (reference/geometry/bayesian.hpp says why). Every View is allocated in
+// setup(): run() allocates nothing.
 
 #include "reference/geometry/bayesian.hpp"
 
@@ -24,7 +25,7 @@ namespace {
 namespace geo = pb::suites::geometry;
 namespace ref = pb::reference::geometry;
 using Vec = DeviceView<float*>;
-using Scalar = DeviceView<float>;
+using Scalar = DeviceView<double>;  // Z, summed in double (reference/geometry/bayesian.hpp says why)
 
 const std::string kWeightsLabel = "bayesian/weights";
 const std::string kZLabel = "bayesian/Z";
@@ -82,12 +83,12 @@ class BayesianKokkos final : public Variant {
   /// The terms of Z from the stored weights.
   struct ZTerms {
     Vec f, w;
-    KOKKOS_INLINE_FUNCTION void operator()(int64_t k, float& sum) const {
-      sum += w(k) * ref::squared_modulus(f(2 * k), f(2 * k + 1));
+    KOKKOS_INLINE_FUNCTION void operator()(int64_t k, double& sum) const {
+      sum += double(w(k) * ref::squared_modulus(f(2 * k), f(2 * k + 1)));
     }
   };
 
-  float reduce_z_on_host() { return reduce_to_host<float>(kZLabel, count_, ZTerms{f_, w_}); }
+  float reduce_z_on_host() { return float(reduce_to_host<double>(kZLabel, count_, ZTerms{f_, w_})); }
   void reduce_z_on_device() { Kokkos::parallel_reduce(kZLabel, RangePolicy(0, count_), ZTerms{f_, w_}, z_); }
 
   void posterior_after_host_branch(float z) {
@@ -105,7 +106,8 @@ class BayesianKokkos final : public Variant {
     const Vec f = f_, w = w_, posterior = posterior_;
     const Scalar z = z_;
     Kokkos::parallel_for(kPosteriorLabel, RangePolicy(0, 2 * count_), KOKKOS_LAMBDA(int64_t i) {
-      posterior(i) = ref::posterior_component(w(i / 2), f(i), z(), ref::normalizable(z()));
+      const float zf = float(z());
+      posterior(i) = ref::posterior_component(w(i / 2), f(i), zf, ref::normalizable(zf));
     });
   }
 
@@ -120,14 +122,15 @@ class BayesianKokkos final : public Variant {
   void fused() {
     const Vec f = f_, e = e_, posterior = posterior_, update = update_;
     const Scalar z = z_;
-    Kokkos::parallel_reduce(kFusedZLabel, RangePolicy(0, count_), KOKKOS_LAMBDA(int64_t k, float& sum) {
-      sum += ref::evidence_weight(&f(2 * k), &e(2 * k)) * ref::squared_modulus(f(2 * k), f(2 * k + 1));
+    Kokkos::parallel_reduce(kFusedZLabel, RangePolicy(0, count_), KOKKOS_LAMBDA(int64_t k, double& sum) {
+      sum += double(ref::evidence_weight(&f(2 * k), &e(2 * k)) * ref::squared_modulus(f(2 * k), f(2 * k + 1)));
     }, z);
     Kokkos::parallel_for(kFusedLabel, RangePolicy(0, count_), KOKKOS_LAMBDA(int64_t k) {
       const float w = ref::evidence_weight(&f(2 * k), &e(2 * k));
-      const bool normalize = ref::normalizable(z());
+      const float zf = float(z());
+      const bool normalize = ref::normalizable(zf);
       for (int64_t i = 2 * k; i < 2 * k + 2; ++i) {
-        posterior(i) = ref::posterior_component(w, f(i), z(), normalize);
+        posterior(i) = ref::posterior_component(w, f(i), zf, normalize);
         update(i) = ref::update_component(posterior(i), f(i));
       }
     });
