@@ -15,8 +15,9 @@
 // channels (5 reorders) and a convolution of those two channels (D*D times). With it, one halo and
 // one convolution over every channel. Either way the kinetic term (eltwise linear), the potential
 // term (binary mul, V broadcast over re/im) and their sum (binary add) are three more primitives.
-// With compiled, V F is computed first and the convolution applies -c and adds it as post-ops
-// (eltwise linear, binary add): halo + 2 primitives. All memory and primitives are made in setup().
+// With compiled, V F is written into H first, the convolution applies -c as a post-op (eltwise
+// linear) and the reorder of its result into H adds to it (a sum post-op): no lap, kinetic or
+// potential arrays. All memory and primitives are made in setup().
 
 #include "reference/geometry/hamiltonian.hpp"
 
@@ -83,8 +84,10 @@ class HamiltonianOnednn final : public Variant {
     return view(base, strided({1, channels, rows, cols}, {rows * row_sites * c, 1, row_sites * c, c}), offset);
   }
 
-  /// The halo of channels [first, first + count) and their convolution into `out` (with `post`).
-  void add_stencil(memory::dim first, memory::dim count, const memory& out, const PostOps& post = {}) {
+  /// The halo of channels [first, first + count), their convolution (with `scale` as post-ops),
+  /// and the result reordered into `out` (with `unload` as post-ops).
+  void add_stencil(memory::dim first, memory::dim count, const memory& out, const PostOps& scale = {},
+                   const PostOps& unload = {}) {
     const memory::dim nx = s_.nx, ny = s_.ny, c = s_.channels(), pw = ny + 2;
     const auto field = [&](memory::dim rows, memory::dim cols, memory::dim x, memory::dim y) {
       return image(f_, count, rows, cols, ny, (x * ny + y) * c + first);
@@ -97,23 +100,31 @@ class HamiltonianOnednn final : public Variant {
     program_.add(copy(field(1, ny, 0, 0), pad(1, ny, nx + 1, 1)));          // first row below
     program_.add(copy(field(nx, 1, 0, ny - 1), pad(nx, 1, 1, 0)));          // last column left
     program_.add(copy(field(nx, 1, 0, 0), pad(nx, 1, 1, ny + 1)));          // first column right
-    const memory src = pad(nx + 2, ny + 2, 0, 0);
-    const memory weights = view(kernel_, dense({count, 1, 1, 3, 3}), first * 9);
-    const memory dst = image(out, count, nx, ny, ny, first);
-    program_.add(Execution(convolution_pd(src.get_desc(), weights.get_desc(), dst.get_desc(), 0, post.attr()),
-                           post.with({{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}})));
+    // The convolution in the layouts it asks for (format_tag::any: blocked nChw16c here). With the
+    // plain nhwc image itself oneDNN 2.6 has only its reference convolution (ref:any, 127 ms at the
+    // default size against ~1 ms for the jit one), so the image is reordered in and the result out.
+    const memory::desc any_image({1, count, nx + 2, ny + 2}, memory::data_type::f32, memory::format_tag::any);
+    const memory::desc any_out({1, count, nx, ny}, memory::data_type::f32, memory::format_tag::any);
+    const memory::desc any_weights({count, 1, 1, 3, 3}, memory::data_type::f32, memory::format_tag::any);
+    const auto pd = convolution_pd(any_image, any_weights, any_out, 0, scale.attr());
+    const memory src = allocate(pd.src_desc()), dst = allocate(pd.dst_desc());
+    program_.add(copy(pad(nx + 2, ny + 2, 0, 0), src));
+    const memory weights = converted(view(kernel_, dense({count, 1, 1, 3, 3}), first * 9), pd.weights_desc());
+    program_.add(Execution(pd, scale.with({{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}})));
+    const memory result = image(out, count, nx, ny, ny, first);
+    program_.add(Execution(reorder_pd(dst.get_desc(), result.get_desc(), unload.attr()),
+                           {{DNNL_ARG_FROM, dst}, {DNNL_ARG_TO, result}}));
   }
   void add_stencil(memory::dim first, memory::dim count) { add_stencil(first, count, lap_); }
 
-  /// compiled: V F first, then halo + one convolution with -c and + V F as post-ops.
+  /// compiled: V F first, into H; then halo + convolution with -c as a post-op, whose reorder
+  /// back adds it to H (a sum post-op).
   void setup_fused() {
-    const memory::dim c = s_.channels();
-    potential_ = allocate(dense({s_.complex_count(), 2}));
-    program_.add(binary(algorithm::binary_mul, f_, v_, potential_));
-    const memory potential_image = image(potential_, c, s_.nx, s_.ny, s_.ny, 0);
-    PostOps post;
-    post.eltwise(algorithm::eltwise_linear, float(-ref::kKinetic)).binary(algorithm::binary_add, potential_image);
-    add_stencil(0, c, h_, post);
+    program_.add(binary(algorithm::binary_mul, f_, v_, h_));
+    PostOps scale, accumulate;
+    scale.eltwise(algorithm::eltwise_linear, float(-ref::kKinetic));
+    accumulate.sum();
+    add_stencil(0, s_.channels(), h_, scale, accumulate);
   }
 
   std::string device_;
