@@ -6,9 +6,9 @@
 //
 // Without depthwise_stencil, as the original: one stencil kernel per complex channel (D*D
 // launches, each over the Nx*Ny sites and both parts of that channel). With it, one stencil kernel
-// over every value. Either way the kinetic term, the potential term and their sum are three more
-// kernels, as three ATen ops are. With compiled, one kernel computes H directly (the fused form
-// torch.compile aims at). Every View is allocated in setup(): run() allocates nothing.
+// over every site and all its channels. Either way the kinetic term, the potential term and their sum are three more
+// kernels, as three ATen ops are. With compiled, one kernel computes H directly, one thread per
+// site (the fused form torch.compile aims at). Every View is allocated in setup(): run() allocates nothing.
 
 #include "reference/geometry/hamiltonian.hpp"
 
