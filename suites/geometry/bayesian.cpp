@@ -1,0 +1,114 @@
+// geometry/bayesian: definition (sizes, inputs, outputs, tolerances, phases and seed 001's
+// claims). Reference: reference/geometry/bayesian.hpp. Variants: optimized/geometry/bayesian-*.
+//
+// The two branches. Z = sum w |F|^2 is one number, so the branch "Z > 1e-12" is taken for the whole
+// field at once. Seeds that are multiples of 3 (3, 6, 9, ...) put the evidence far from the field
+// (E = F + a shift of 8 to 12 in each part, so |F - E|^2 / tau >= 256): every weight underflows
+// (e^-256 in fp64, exactly 0 in fp32), Z <= 1e-12 and the posterior is F itself. `verify --seeds 3`
+// (seeds 1, 2, 3) therefore runs both branches at every size. Other seeds put E within N(0, 0.5)
+// of F: weights in (0, 1], Z of the order of the value count, far above 1e-12 in both precisions.
+//
+// What is checked. In the fallback branch Lambda = lambda (F - F) is exactly zero everywhere: a
+// check of Lambda alone would be MISTRUSTED (the harness refuses a reference more than 30% zero),
+// and its relative error would mean nothing. So the checked outputs are the posterior (F there:
+// a variant that takes the wrong branch, w F / (Z + eps), gives ~0 and fails) and F + Lambda, the
+// update measured against the field it moves (F there: Lambda must vanish to round-off of |F|).
+// In the other branch Lambda ~ -lambda F, so F + Lambda ~ 0.7 F and its relative error is that of
+// Lambda within a factor 0.43 / 0.7 of it. Every variant hands back its fp32 Lambda and the host adds the exact
+// input F in double (field.hpp, bayesian_outputs: untimed). Lambda itself and Z are in the fp64
+// reference too, for `dump` and the numpy check, unchecked.
+
+#include "reference/geometry/bayesian.hpp"
+
+#include "phasebench/rng.hpp"
+#include "suites/geometry/field.hpp"
+
+namespace pb::suites::geometry {
+namespace {
+
+/// Seeds whose evidence is far from the field, so that Z <= 1e-12 (see the top of this file).
+bool evidence_far(uint64_t seed) { return seed % 3 == 0; }
+
+class Bayesian final : public Workload {
+ public:
+  std::string suite() const override { return "geometry"; }
+  std::string name() const override { return "bayesian"; }
+  std::string description() const override {
+    return "Bayesian update of a complex field: w = exp(-|F-E|^2/tau), Z = sum w|F|^2, posterior "
+           "w F/(Z+eps) (F when Z <= 1e-12), Lambda = lambda (posterior - F)";
+  }
+  std::string shape(SizeClass size) const override { return field_shape_text(size); }
+
+  ArrayMap make_inputs(SizeClass size, uint64_t seed) const override {
+    const ref::FieldShape s = field_shape(size);
+    HostArray f = normal_array(seed, "geometry/bayesian/F", complex_dims(s), 0, 1);
+    HostArray e = evidence_far(seed) ? uniform_array(seed, "geometry/bayesian/E_shift", complex_dims(s), 8, 12)
+                                     : normal_array(seed, "geometry/bayesian/E_noise", complex_dims(s), 0, 0.5);
+    for (int64_t i = 0; i < e.numel(); ++i) e.values[i] = round_to(ElementType::Float32, f.values[i] + e.values[i]);
+    return {{kField, std::move(f)}, {kEvidence, std::move(e)}};
+  }
+
+  ArrayMap reference_fp64(const ArrayMap& inputs) const override {
+    const HostArray& f = require(inputs, kField);
+    const ref::FieldShape s = shape_of_complex(f);
+    HostArray posterior = HostArray::zeros(f.shape, ElementType::Float64);
+    HostArray update = HostArray::zeros(f.shape, ElementType::Float64);
+    const double z = ref::bayesian_update<double>(f.values.data(), require(inputs, kEvidence).values.data(), s,
+                                                  posterior.values.data(), update.values.data());
+    HostArray moved = update;
+    for (int64_t i = 0; i < moved.numel(); ++i) moved.values[i] += f.values[i];
+    return {{kPosterior, std::move(posterior)},
+            {kUpdate, std::move(update)},
+            {kFieldPlusUpdate, std::move(moved)},
+            {kNormalization, HostArray::scalar(z, ElementType::Float64)}};
+  }
+
+  std::vector<OutputSpec> outputs() const override {
+    return {{kPosterior, 1e-4,
+             "w F / Z, Z a sum of up to 4.2M positive fp32 terms (large), in double (reference, "
+             "Kokkos, CUDA partials), pairwise (LibTorch) or per site then over sites (oneDNN): "
+             "each posterior value carries Z's error, ~1e-7 to 1e-6, plus exp of arguments up to ~20 "
+             "(~1e-6); 1e-4 keeps a margin for a device's sum order (a plain serial fp32 sum, which "
+             "loses 3e-3 at large, is a defect it does not admit)"},
+            {kFieldPlusUpdate, 1e-5,
+             "F + lambda (posterior - F): fp32 subtraction and product per value, a few ulp of |F| "
+             "(the posterior is ~1/Z of F); 1e-5 is the fp32 default"}};
+  }
+
+  std::vector<PhaseInfo> phases() const override {
+    return {
+        {0, kBaseline,
+         "as the original before the seed: Z read back to the host (one host sync) to choose "
+         "between w F / (Z + eps) and F"},
+        {1, kDeviceBranch,
+         "the branch taken on the device (torch.where on the 0-d Z, a select kernel, a mask "
+         "product): no host sync; the seed claims the sync removal, no number"},
+        {2, kCompiled,
+         "the seed's torch.compile of compute_evidence_weights and bayesian_posterior: "
+         "TorchScript in LibTorch, fused kernels (or post-op chains) elsewhere",
+         true, 1.5, 3.0},
+    };
+  }
+
+  // Compulsory work of one iteration, normal branch (README "Declared work"). A flop is one add,
+  // subtract, multiply, divide, exp or compare. Per complex value: F - E (2), |.|^2 (3), / tau
+  // (1), exp (1), |F|^2 (3), w |F|^2 (1), into Z (1), w F (2), / (Z + eps) (2), post - F (2),
+  // lambda * (2): 20; plus Z + eps and the compare once. Bytes, fp32: read F and E [.,2] once,
+  // write the posterior and Lambda [.,2] once: 32 bytes per complex value (Z must be known before
+  // any posterior value is written, so a real implementation reads F twice or keeps it cached).
+  // Default (1,048,576 complex values): 21.0 MFLOP, 33.6 MB.
+  WorkEstimate work(SizeClass size) const override {
+    const double values = static_cast<double>(field_shape(size).complex_count());
+    return {20.0 * values + 2, 32.0 * values};
+  }
+
+  // fp64 check: F, E, the reference's posterior, Lambda and F + Lambda, the variant's two outputs.
+  double memory_bytes(SizeClass size) const override {
+    return 8.0 * 2 * 7 * static_cast<double>(field_shape(size).complex_count());
+  }
+};
+
+const WorkloadRegistration registration{std::make_shared<Bayesian>()};
+
+}  // namespace
+}  // namespace pb::suites::geometry
