@@ -14,6 +14,8 @@
 //   shared_pairs:        one launch writing all pair matrices, one folding them over i <= j into
 //                        [2 d^2, 10] weights, one launch over items: the 10 products psi_i psi_j
 //                        once, the 28 + 36 upper entries, the rest written by (anti)symmetry
+// Kernel names are at most 15 characters: KokkosExecutor builds a std::string from each, which
+// then needs no heap allocation (counted as bytes allocated inside run()).
 
 #include <cstdint>
 #include <limits>
@@ -144,21 +146,21 @@ class ComplexMetricLadder {
     theta_ = exec_.template allocate<float>(items_ * kPlane);
     if (!batched_) return run_per_pair();
     Buffer matrices = exec_.template allocate<float>(2 * kPlane * kMatrixSize);
-    exec_.for_each("geometry/complex_metric/pair_matrices", 2 * kPlane * kMatrixSize, AllPairMatrices{gamma_.data(), matrices.data()});
+    exec_.for_each("cm.pairs", 2 * kPlane * kMatrixSize, AllPairMatrices{gamma_.data(), matrices.data()});
     if (shared_pairs_) {
       Buffer weights = exec_.template allocate<float>(2 * kPlane * kPairCount);
-      exec_.for_each("geometry/complex_metric/fold", 2 * kPlane * kPairCount, FoldedPairWeights{matrices.data(), weights.data()});
-      exec_.for_each("geometry/complex_metric/shared_pairs", items_, SharedPairs{psi_.data(), weights.data(), phi_.data(), theta_.data()});
+      exec_.for_each("cm.fold", 2 * kPlane * kPairCount, FoldedPairWeights{matrices.data(), weights.data()});
+      exec_.for_each("cm.shared_pairs", items_, SharedPairs{psi_.data(), weights.data(), phi_.data(), theta_.data()});
       return;
     }
-    exec_.for_each("geometry/complex_metric/phi", items_ * kPlane, QuadraticForms{psi_.data(), matrices.data(), phi_.data(), kPlane, kPlane, 0});
-    exec_.for_each("geometry/complex_metric/theta", items_ * kPlane,
+    exec_.for_each("cm.phi", items_ * kPlane, QuadraticForms{psi_.data(), matrices.data(), phi_.data(), kPlane, kPlane, 0});
+    exec_.for_each("cm.theta", items_ * kPlane,
                    QuadraticForms{psi_.data(), matrices.data() + kPlane * kMatrixSize, theta_.data(), kPlane, kPlane, 0});
   }
 
   void poison_outputs() {
     for (Buffer* out : {&phi_, &theta_})
-      if (out->data()) exec_.for_each("geometry/complex_metric/poison", items_ * kPlane, cuda_backend::Fill{out->data(), std::numeric_limits<float>::quiet_NaN()});
+      if (out->data()) exec_.for_each("cm.poison", items_ * kPlane, cuda_backend::Fill{out->data(), std::numeric_limits<float>::quiet_NaN()});
   }
 
   ArrayMap outputs() {
@@ -176,8 +178,8 @@ class ComplexMetricLadder {
       for (int m = 0; m < kD; ++m)
         for (int n = 0; n < kD; ++n) {
           Buffer g = exec_.template allocate<float>(kMatrixSize);
-          exec_.for_each("geometry/complex_metric/pair_matrix", kMatrixSize, OnePairMatrix{gamma_.data(), g.data(), m, n, sign});
-          exec_.for_each("geometry/complex_metric/contraction", items_, QuadraticForms{psi_.data(), g.data(), out, 1, kPlane, m * kD + n});
+          exec_.for_each("cm.pair_matrix", kMatrixSize, OnePairMatrix{gamma_.data(), g.data(), m, n, sign});
+          exec_.for_each("cm.contraction", items_, QuadraticForms{psi_.data(), g.data(), out, 1, kPlane, m * kD + n});
         }
     }
   }

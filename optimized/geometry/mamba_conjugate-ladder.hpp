@@ -9,6 +9,8 @@
 //   inplace_neg:  c = fresh, copy x into it; c[..., 1:] negated in place (one launch)  (the seed)
 //   single_pass:  c = fresh; c = conj(x) in one launch, nothing copied first
 // No host read in run().
+// Kernel names are at most 15 characters: KokkosExecutor builds a std::string from each, which
+// then needs no heap allocation (counted as bytes allocated inside run()).
 
 #include <cstdint>
 #include <limits>
@@ -74,7 +76,7 @@ class MambaConjugateLadder {
 
   void poison_outputs() {
     for (Buffer* out : {&r_conj_, &i_conj_})
-      if (out->data()) exec_.for_each("geometry/mamba_conjugate/poison", values_, cuda_backend::Fill{out->data(), std::numeric_limits<float>::quiet_NaN()});
+      if (out->data()) exec_.for_each("mc.poison", values_, cuda_backend::Fill{out->data(), std::numeric_limits<float>::quiet_NaN()});
   }
 
   ArrayMap outputs() { return {{geo::kConjReal, download_array(exec_, r_conj_, shape_)}, {geo::kConjImag, download_array(exec_, i_conj_, shape_)}}; }
@@ -86,17 +88,17 @@ class MambaConjugateLadder {
     Buffer c = exec_.template allocate<float>(values_);
     const int64_t tail = values_ / kComponents * kTail;
     if (single_pass_) {
-      exec_.for_each("geometry/mamba_conjugate/conjugate", values_, Conjugate{x.data(), c.data()});
+      exec_.for_each("mc.conjugate", values_, Conjugate{x.data(), c.data()});
       return c;
     }
     exec_.copy(c.data(), x.data(), values_);  // clone
     if (in_place_) {
-      exec_.for_each("geometry/mamba_conjugate/neg_", tail, NegateTailInPlace{c.data()});
+      exec_.for_each("mc.neg_", tail, NegateTailInPlace{c.data()});
       return c;
     }
     Buffer t = exec_.template allocate<float>(tail);
-    exec_.for_each("geometry/mamba_conjugate/neg", tail, NegatedTail{c.data(), t.data()});
-    exec_.for_each("geometry/mamba_conjugate/assign", tail, AssignTail{t.data(), c.data()});
+    exec_.for_each("mc.neg", tail, NegatedTail{c.data(), t.data()});
+    exec_.for_each("mc.assign", tail, AssignTail{t.data(), c.data()});
     return c;
   }
 
