@@ -2,7 +2,8 @@
 // numpy implementations of the original functions (through `phasebench dump`); the executor ladders
 // that the CUDA and Kokkos variants run (optimized/geometry/*-ladder.hpp) run here on the host,
 // every phase against the oracle, with the launches and bytes each phase promises (mamba_conjugate:
-// the seed's "one temporary allocation fewer"); and a variant with one wrong line is caught,
+// the seed's "one temporary allocation fewer", also through every CPU backend's own counters);
+// and a variant with one wrong line is caught,
 // the failure naming the output.
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <deque>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <string>
 
 #include "case_runner.hpp"
@@ -98,6 +100,49 @@ TEST(GeometryMetricLadders, MambaConjugateAllocatesOneTemporaryFewerAsTheSeedCla
     EXPECT_EQ(in_place.launches + in_place.copies, 2 * 2);
     EXPECT_EQ(single.launches + single.copies, 2 * 1);
   }
+}
+
+/// The counters of one iteration of every case of `workload` that runs here, by backend and phase.
+std::map<std::string, std::map<std::string, counters::Totals>> counted_cases(const std::string& workload) {
+  Selection selection;
+  selection.filter = "^" + workload + "/";
+  std::map<std::string, std::map<std::string, counters::Totals>> counts;
+  const std::vector<Case> cases = plan_cases(selection, SizeClass::Small);
+  init_backends(cases, 1);  // once per process; the test environment finalizes them
+  for (const Case& c : cases) {
+    if (!c.device_unavailable_reason.empty() || c.capability_gap) continue;
+    const detail::Problem problem = detail::make_problem(*c.workload, c.size, 5);
+    detail::LiveCase live(c);
+    detail::prepare(live, problem, 1);
+    if (!live.variant) continue;  // SKIPPED or UNSUPPORTED here
+    detail::check(live, problem);
+    EXPECT_EQ(live.status, Status::Ok) << c.row_name() << ": " << live.reason;
+    detail::count(live);
+    counts[c.backend->name()][c.phase_name] = live.counts;
+  }
+  return counts;
+}
+
+TEST(GeometryMetricCounters, EveryBackendShowsTheTemporaryTheSeedRemoves) {
+  const int64_t values = geo::state_shape(SizeClass::Small).values(), tail = values / 8 * 7;
+  const auto counts = counted_cases(geo::kMambaConjugate);
+  for (const std::string backend : {"torch", "onednn", "kokkos"}) {
+    ASSERT_TRUE(counts.count(backend)) << backend << " did not run";
+    const auto& phases = counts.at(backend);
+    const int64_t baseline = phases.at(geo::kCloneAssign).bytes_allocated;
+    const int64_t in_place = phases.at(geo::kInPlaceNeg).bytes_allocated;
+    // The two [B,L,7] temporaries of `-c[..., 1:]`, and nothing else, separate the two phases
+    // (bookkeeping of a few hundred bytes aside).
+    EXPECT_GE(baseline - in_place, 2 * 4 * tail) << backend;
+    EXPECT_LT(baseline - in_place, 2 * 4 * tail + 1024) << backend;
+    EXPECT_GE(in_place, 2 * 4 * values) << backend;  // the clones
+    for (const auto& [phase, totals] : phases) EXPECT_EQ(totals.host_syncs, 0) << backend << " " << phase;
+  }
+}
+
+TEST(GeometryMetricCounters, ComplexMetricNeedsNoHostSyncAnywhere) {
+  for (const auto& [backend, phases] : counted_cases(geo::kComplexMetric))
+    for (const auto& [phase, totals] : phases) EXPECT_EQ(totals.host_syncs, 0) << backend << " " << phase;
 }
 
 // ---- deliberately broken variants: one wrong line each -----------------------------------------
