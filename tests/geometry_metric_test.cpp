@@ -3,8 +3,7 @@
 // that the CUDA and Kokkos variants run (optimized/geometry/*-ladder.hpp) run here on the host,
 // every phase against the oracle, with the launches and bytes each phase promises (mamba_conjugate:
 // the seed's "one temporary allocation fewer", also through every CPU backend's own counters);
-// and a variant with one wrong line is caught,
-// the failure naming the output.
+// and a variant with one wrong line is caught, the failure naming the output.
 
 #include <gtest/gtest.h>
 
@@ -28,7 +27,8 @@ namespace pb {
 namespace {
 
 namespace fs = std::filesystem;
-namespace geo = pb::suites::geometry;
+namespace cmw = pb::suites::geometry::complex_metric;
+namespace mcw = pb::suites::geometry::mamba_conjugate;
 namespace gk = pb::geometry_kernels;
 using cuda_backend::testing::cuda_plan;
 using cuda_backend::testing::HostExecutor;
@@ -46,11 +46,11 @@ void expect_numpy_agrees(const std::string& workload, const std::string& script)
 }
 
 TEST(GeometryMetricDump, ComplexMetricAgreesWithNumpy) {
-  expect_numpy_agrees(geo::kComplexMetric, "check_complex_metric_dump.py");
+  expect_numpy_agrees(cmw::kComplexMetric, "check_complex_metric_dump.py");
 }
 
 TEST(GeometryMetricDump, MambaConjugateAgreesWithNumpy) {
-  expect_numpy_agrees(geo::kMambaConjugate, "check_mamba_conjugate_dump.py");
+  expect_numpy_agrees(mcw::kMambaConjugate, "check_mamba_conjugate_dump.py");
 }
 
 /// Runs `Ladder` on a HostExecutor at the plan of `phase` (device "cuda"), checks it against the
@@ -70,29 +70,29 @@ HostExecutor run_ladder(const std::string& workload_name, const std::string& pha
 }
 
 TEST(GeometryMetricLadders, EveryComplexMetricPhaseMatchesTheOracleInAnyThreadOrder) {
-  const int64_t items = geo::metric_shape(SizeClass::Small).items(), plane = 64, matrix = 16;
+  const int64_t items = cmw::metric_shape(SizeClass::Small).items(), plane = 64, matrix = 16;
   for (bool reverse : {false, true}) {
-    const HostExecutor baseline = run_ladder<gk::ComplexMetricLadder>(geo::kComplexMetric, geo::kBaseline, SizeClass::Small, reverse);
+    const HostExecutor baseline = run_ladder<gk::ComplexMetricLadder>(cmw::kComplexMetric, cmw::kBaseline, SizeClass::Small, reverse);
     EXPECT_EQ(baseline.launches, 2 * 2 * plane);  // per output and (m, n): pair matrix + contraction
     EXPECT_EQ(baseline.bytes_allocated, 4 * (2 * items * plane + 2 * plane * matrix));
-    const HostExecutor batched = run_ladder<gk::ComplexMetricLadder>(geo::kComplexMetric, geo::kBatchedContraction, SizeClass::Small, reverse);
+    const HostExecutor batched = run_ladder<gk::ComplexMetricLadder>(cmw::kComplexMetric, cmw::kBatchedContraction, SizeClass::Small, reverse);
     EXPECT_EQ(batched.launches, 3);
-    const HostExecutor shared = run_ladder<gk::ComplexMetricLadder>(geo::kComplexMetric, geo::kSharedPairs, SizeClass::Small, reverse);
+    const HostExecutor shared = run_ladder<gk::ComplexMetricLadder>(cmw::kComplexMetric, cmw::kSharedPairs, SizeClass::Small, reverse);
     EXPECT_EQ(shared.launches, 3);
     for (const HostExecutor* exec : {&baseline, &batched, &shared}) EXPECT_EQ(exec->host_syncs, 0);
   }
 }
 
 TEST(GeometryMetricLadders, TheSharedPairsMatchTheOracleAtTheDefaultSize) {
-  run_ladder<gk::ComplexMetricLadder>(geo::kComplexMetric, geo::kSharedPairs, SizeClass::Default, false);
+  run_ladder<gk::ComplexMetricLadder>(cmw::kComplexMetric, cmw::kSharedPairs, SizeClass::Default, false);
 }
 
 TEST(GeometryMetricLadders, MambaConjugateAllocatesOneTemporaryFewerAsTheSeedClaims) {
-  const int64_t values = geo::state_shape(SizeClass::Small).values(), tail = values / 8 * 7;
+  const int64_t values = mcw::state_shape(SizeClass::Small).values(), tail = values / 8 * 7;
   for (bool reverse : {false, true}) {
-    const HostExecutor baseline = run_ladder<gk::MambaConjugateLadder>(geo::kMambaConjugate, geo::kCloneAssign, SizeClass::Small, reverse);
-    const HostExecutor in_place = run_ladder<gk::MambaConjugateLadder>(geo::kMambaConjugate, geo::kInPlaceNeg, SizeClass::Small, reverse);
-    const HostExecutor single = run_ladder<gk::MambaConjugateLadder>(geo::kMambaConjugate, geo::kSinglePass, SizeClass::Small, reverse);
+    const HostExecutor baseline = run_ladder<gk::MambaConjugateLadder>(mcw::kMambaConjugate, mcw::kCloneAssign, SizeClass::Small, reverse);
+    const HostExecutor in_place = run_ladder<gk::MambaConjugateLadder>(mcw::kMambaConjugate, mcw::kInPlaceNeg, SizeClass::Small, reverse);
+    const HostExecutor single = run_ladder<gk::MambaConjugateLadder>(mcw::kMambaConjugate, mcw::kSinglePass, SizeClass::Small, reverse);
     EXPECT_EQ(baseline.bytes_allocated, 2 * 4 * (values + tail));  // clone + the [B,L,7] temporary, r and i
     EXPECT_EQ(in_place.bytes_allocated, 2 * 4 * values);          // the clone only
     EXPECT_EQ(single.bytes_allocated, 2 * 4 * values);            // the result only
@@ -124,13 +124,13 @@ std::map<std::string, std::map<std::string, counters::Totals>> counted_cases(con
 }
 
 TEST(GeometryMetricCounters, EveryBackendShowsTheTemporaryTheSeedRemoves) {
-  const int64_t values = geo::state_shape(SizeClass::Small).values(), tail = values / 8 * 7;
-  const auto counts = counted_cases(geo::kMambaConjugate);
+  const int64_t values = mcw::state_shape(SizeClass::Small).values(), tail = values / 8 * 7;
+  const auto counts = counted_cases(mcw::kMambaConjugate);
   for (const std::string backend : {"torch", "onednn", "kokkos"}) {
     ASSERT_TRUE(counts.count(backend)) << backend << " did not run";
     const auto& phases = counts.at(backend);
-    const int64_t baseline = phases.at(geo::kCloneAssign).bytes_allocated;
-    const int64_t in_place = phases.at(geo::kInPlaceNeg).bytes_allocated;
+    const int64_t baseline = phases.at(mcw::kCloneAssign).bytes_allocated;
+    const int64_t in_place = phases.at(mcw::kInPlaceNeg).bytes_allocated;
     // The two [B,L,7] temporaries of `-c[..., 1:]`, and nothing else, separate the two phases
     // (bookkeeping of a few hundred bytes aside).
     EXPECT_GE(baseline - in_place, 2 * 4 * tail) << backend;
@@ -141,7 +141,7 @@ TEST(GeometryMetricCounters, EveryBackendShowsTheTemporaryTheSeedRemoves) {
 }
 
 TEST(GeometryMetricCounters, ComplexMetricNeedsNoHostSyncAnywhere) {
-  for (const auto& [backend, phases] : counted_cases(geo::kComplexMetric))
+  for (const auto& [backend, phases] : counted_cases(cmw::kComplexMetric))
     for (const auto& [phase, totals] : phases) EXPECT_EQ(totals.host_syncs, 0) << backend << " " << phase;
 }
 
@@ -171,20 +171,20 @@ class BrokenVariant final : public Variant {
   void setup(const ArrayMap& inputs) override { inputs_ = inputs; }
   void poison_outputs() override { outputs_.clear(); }
   void run() override {
-    if (workload_ == geo::kComplexMetric) {
-      const auto gamma = require(inputs_, geo::kGamma).to_floats(), psi = require(inputs_, geo::kPsi).to_floats();
-      const int64_t items = require(inputs_, geo::kPsi).numel() / gk::kS;
+    if (workload_ == cmw::kComplexMetric) {
+      const auto gamma = require(inputs_, cmw::kGamma).to_floats(), psi = require(inputs_, cmw::kPsi).to_floats();
+      const int64_t items = require(inputs_, cmw::kPsi).numel() / gk::kS;
       std::vector<float> matrices(2 * gk::kPlane * gk::kMatrixSize), weights(2 * gk::kPlane * gk::kPairCount);
       std::vector<float> phi(items * gk::kPlane), theta(phi.size());
       for (int64_t i = 0; i < int64_t(matrices.size()); ++i) gk::AllPairMatrices{gamma.data(), matrices.data()}(i);
       for (int64_t i = 0; i < int64_t(weights.size()); ++i) gk::FoldedPairWeights{matrices.data(), weights.data()}(i);
       for (int64_t i = 0; i < items; ++i) ThetaMirroredWithPhisSign{{psi.data(), weights.data(), phi.data(), theta.data()}}(i);
-      const std::vector<int64_t> shape{require(inputs_, geo::kPsi).shape[0], require(inputs_, geo::kPsi).shape[1], 8, 8};
-      outputs_[geo::kPhi] = HostArray::from_floats(shape, phi.data(), int64_t(phi.size()));
-      outputs_[geo::kTheta] = HostArray::from_floats(shape, theta.data(), int64_t(theta.size()));
+      const std::vector<int64_t> shape{require(inputs_, cmw::kPsi).shape[0], require(inputs_, cmw::kPsi).shape[1], 8, 8};
+      outputs_[cmw::kPhi] = HostArray::from_floats(shape, phi.data(), int64_t(phi.size()));
+      outputs_[cmw::kTheta] = HostArray::from_floats(shape, theta.data(), int64_t(theta.size()));
       return;
     }
-    for (const auto& [input, output] : {std::pair{geo::kStateReal, geo::kConjReal}, std::pair{geo::kStateImag, geo::kConjImag}}) {
+    for (const auto& [input, output] : {std::pair{mcw::kStateReal, mcw::kConjReal}, std::pair{mcw::kStateImag, mcw::kConjImag}}) {
       const HostArray& x = require(inputs_, input);
       const auto values = x.to_floats();
       std::vector<float> out(values.size());
@@ -218,16 +218,16 @@ detail::LiveCase checked_broken(const std::string& workload) {
 }
 
 TEST(GeometryMetricBroken, ThetaMirroredWithTheWrongSignIsCaughtAndNamed) {
-  const detail::LiveCase live = checked_broken(geo::kComplexMetric);
+  const detail::LiveCase live = checked_broken(cmw::kComplexMetric);
   EXPECT_EQ(live.status, Status::Fail);
-  EXPECT_NE(live.reason.find(geo::kTheta), std::string::npos) << live.reason;
+  EXPECT_NE(live.reason.find(cmw::kTheta), std::string::npos) << live.reason;
   EXPECT_NE(live.reason.find("rel_l2_err"), std::string::npos) << live.reason;
 }
 
 TEST(GeometryMetricBroken, NegatingComponentZeroIsCaughtAndNamed) {
-  const detail::LiveCase live = checked_broken(geo::kMambaConjugate);
+  const detail::LiveCase live = checked_broken(mcw::kMambaConjugate);
   EXPECT_EQ(live.status, Status::Fail);
-  EXPECT_NE(live.reason.find(geo::kConjReal), std::string::npos) << live.reason;
+  EXPECT_NE(live.reason.find(mcw::kConjReal), std::string::npos) << live.reason;
 }
 
 }  // namespace

@@ -11,7 +11,7 @@ namespace {
 
 namespace gk = pb::geometry_kernels;
 
-const VariantRegistration registration{gk::geo::kComplexMetric, "cuda", {gk::geo::kBaseline, gk::geo::kBatchedContraction, gk::geo::kSharedPairs}, cuda_ladder_factory<gk::ComplexMetricLadder>()};
+const VariantRegistration registration{gk::cm::kComplexMetric, "cuda", {gk::cm::kBaseline, gk::cm::kBatchedContraction, gk::cm::kSharedPairs}, cuda_ladder_factory<gk::ComplexMetricLadder>()};
 
 }  // namespace
 }  // namespace pb::cuda_backend

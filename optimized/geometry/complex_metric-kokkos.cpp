@@ -11,8 +11,8 @@ namespace {
 
 namespace gk = pb::geometry_kernels;
 
-const VariantRegistration registration{gk::geo::kComplexMetric, "kokkos",
-                                       {gk::geo::kBaseline, gk::geo::kBatchedContraction, gk::geo::kSharedPairs},
+const VariantRegistration registration{gk::cm::kComplexMetric, "kokkos",
+                                       {gk::cm::kBaseline, gk::cm::kBatchedContraction, gk::cm::kSharedPairs},
                                        kokkos_ladder_factory<gk::ComplexMetricLadder>()};
 
 }  // namespace

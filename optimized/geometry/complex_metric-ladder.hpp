@@ -29,9 +29,8 @@
 
 namespace pb::geometry_kernels {
 
-namespace geo = pb::suites::geometry;
-namespace ref = pb::reference::geometry;
-constexpr int kS = ref::kSpinor, kD = ref::kCoordinates, kPairCount = ref::kPairs;
+namespace cm = pb::suites::geometry::complex_metric;
+constexpr int kS = cm::ref::kSpinor, kD = cm::ref::kCoordinates, kPairCount = cm::ref::kPairs;
 constexpr int64_t kMatrixSize = kS * kS, kPlane = kD * kD;
 
 /// Pair p < S(S+1)/2 in the order (0,0), (0,1), ..., (0,S-1), (1,1), ...: its (i, j), i <= j.
@@ -48,7 +47,7 @@ struct OnePairMatrix {
   int m, n;
   float sign;
   PB_HOST_DEVICE void operator()(int64_t ij) const {
-    out[ij] = ref::pair_matrix_entry(gamma, m, n, static_cast<int>(ij / kS), static_cast<int>(ij % kS), sign);
+    out[ij] = cm::ref::pair_matrix_entry(gamma, m, n, static_cast<int>(ij / kS), static_cast<int>(ij % kS), sign);
   }
 };
 
@@ -60,8 +59,8 @@ struct AllPairMatrices {
   PB_HOST_DEVICE void operator()(int64_t index) const {
     const int64_t matrix = index / kMatrixSize, ij = index % kMatrixSize;
     const int m = static_cast<int>(matrix / kD % kD), n = static_cast<int>(matrix % kD);
-    const float sign = matrix < kPlane ? float(ref::kWedgeSign) : float(ref::kTensorSign);
-    out[index] = ref::pair_matrix_entry(gamma, m, n, static_cast<int>(ij / kS), static_cast<int>(ij % kS), sign);
+    const float sign = matrix < kPlane ? float(cm::ref::kWedgeSign) : float(cm::ref::kTensorSign);
+    out[index] = cm::ref::pair_matrix_entry(gamma, m, n, static_cast<int>(ij / kS), static_cast<int>(ij % kS), sign);
   }
 };
 
@@ -74,7 +73,7 @@ struct QuadraticForms {
   int64_t per_item, stride, offset;
   PB_HOST_DEVICE void operator()(int64_t index) const {
     const int64_t item = index / per_item, k = index % per_item;
-    out[item * stride + offset + k] = ref::quadratic_form(psi + item * kS, matrices + k * kMatrixSize);
+    out[item * stride + offset + k] = cm::ref::quadratic_form(psi + item * kS, matrices + k * kMatrixSize);
   }
 };
 
@@ -131,11 +130,11 @@ class ComplexMetricLadder {
  public:
   ComplexMetricLadder(Exec& exec, const ArrayMap& in, const PhasePlan& plan)
       : exec_(exec),
-        batched_(plan.has(geo::kBatchedContraction)),
-        shared_pairs_(plan.has(geo::kSharedPairs)),
-        gamma_(upload_array(exec, require(in, geo::kGamma))),
-        psi_(upload_array(exec, require(in, geo::kPsi))) {
-    const HostArray& psi = require(in, geo::kPsi);
+        batched_(plan.has(cm::kBatchedContraction)),
+        shared_pairs_(plan.has(cm::kSharedPairs)),
+        gamma_(upload_array(exec, require(in, cm::kGamma))),
+        psi_(upload_array(exec, require(in, cm::kPsi))) {
+    const HostArray& psi = require(in, cm::kPsi);
     batch_ = psi.shape.at(0), positions_ = psi.shape.at(1);
     items_ = batch_ * positions_;
   }
@@ -165,7 +164,7 @@ class ComplexMetricLadder {
 
   ArrayMap outputs() {
     const std::vector<int64_t> shape{batch_, positions_, kD, kD};
-    return {{geo::kPhi, download_array(exec_, phi_, shape)}, {geo::kTheta, download_array(exec_, theta_, shape)}};
+    return {{cm::kPhi, download_array(exec_, phi_, shape)}, {cm::kTheta, download_array(exec_, theta_, shape)}};
   }
 
  private:
@@ -173,7 +172,7 @@ class ComplexMetricLadder {
 
   /// k1_wedge, then k2_tensor, as the original: d^2 pair matrices and contractions each.
   void run_per_pair() {
-    for (auto [out, sign] : {std::pair{phi_.data(), float(ref::kWedgeSign)}, std::pair{theta_.data(), float(ref::kTensorSign)}}) {
+    for (auto [out, sign] : {std::pair{phi_.data(), float(cm::ref::kWedgeSign)}, std::pair{theta_.data(), float(cm::ref::kTensorSign)}}) {
       exec_.zero(out, items_ * kPlane);
       for (int m = 0; m < kD; ++m)
         for (int n = 0; n < kD; ++n) {

@@ -30,7 +30,7 @@
 namespace {
 
 namespace ob = pb::onednn_backend;
-namespace geo = pb::suites::geometry;
+namespace geo = pb::suites::geometry::complex_metric;
 using dnnl::algorithm;
 constexpr int64_t S = geo::ref::kSpinor, d = geo::ref::kCoordinates, kPlane = d * d, kMatrix = S * S;
 

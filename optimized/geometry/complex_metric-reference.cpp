@@ -10,7 +10,7 @@
 namespace pb::reference_backend {
 namespace {
 
-namespace geo = pb::suites::geometry;
+namespace geo = pb::suites::geometry::complex_metric;
 constexpr int d = geo::ref::kCoordinates;
 
 class ComplexMetricReference final : public Variant {
@@ -28,7 +28,7 @@ class ComplexMetricReference final : public Variant {
     theta_.assign(theta_.size(), std::numeric_limits<float>::quiet_NaN());
   }
   void run() override {
-    geo::ref::complex_metric<float>(gamma_.data(), psi_.data(), shape_.items(), phi_.data(), theta_.data());
+    geo::ref::evaluate<float>(gamma_.data(), psi_.data(), shape_.items(), phi_.data(), theta_.data());
   }
   ArrayMap outputs() override {
     const std::vector<int64_t> shape{shape_.batch, shape_.positions, d, d};

@@ -19,7 +19,7 @@
 namespace {
 
 namespace tb = pb::torch_backend;
-namespace geo = pb::suites::geometry;
+namespace geo = pb::suites::geometry::complex_metric;
 constexpr int S = geo::ref::kSpinor, d = geo::ref::kCoordinates;
 
 class ComplexMetricTorch final : public pb::Variant {

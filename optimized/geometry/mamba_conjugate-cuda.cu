@@ -11,7 +11,7 @@ namespace {
 
 namespace gk = pb::geometry_kernels;
 
-const VariantRegistration registration{gk::geo::kMambaConjugate, "cuda", {gk::geo::kCloneAssign, gk::geo::kInPlaceNeg, gk::geo::kSinglePass}, cuda_ladder_factory<gk::MambaConjugateLadder>()};
+const VariantRegistration registration{gk::mc::kMambaConjugate, "cuda", {gk::mc::kCloneAssign, gk::mc::kInPlaceNeg, gk::mc::kSinglePass}, cuda_ladder_factory<gk::MambaConjugateLadder>()};
 
 }  // namespace
 }  // namespace pb::cuda_backend

@@ -11,8 +11,8 @@ namespace {
 
 namespace gk = pb::geometry_kernels;
 
-const VariantRegistration registration{gk::geo::kMambaConjugate, "kokkos",
-                                       {gk::geo::kCloneAssign, gk::geo::kInPlaceNeg, gk::geo::kSinglePass},
+const VariantRegistration registration{gk::mc::kMambaConjugate, "kokkos",
+                                       {gk::mc::kCloneAssign, gk::mc::kInPlaceNeg, gk::mc::kSinglePass},
                                        kokkos_ladder_factory<gk::MambaConjugateLadder>()};
 
 }  // namespace

@@ -24,8 +24,8 @@
 
 namespace pb::geometry_kernels {
 
-namespace geo = pb::suites::geometry;
-constexpr int64_t kComponents = pb::reference::geometry::kStateComponents, kTail = kComponents - 1;
+namespace mc = pb::suites::geometry::mamba_conjugate;
+constexpr int64_t kComponents = mc::ref::kStateComponents, kTail = kComponents - 1;
 
 /// Position of tail element k (components 1..7 of each 8-vector, in order) in the [.., 8] array.
 PB_HOST_DEVICE inline int64_t tail_position(int64_t k) { return k / kTail * kComponents + 1 + k % kTail; }
@@ -54,7 +54,7 @@ struct NegateTailInPlace {
 struct Conjugate {
   const float* x;
   float* out;
-  PB_HOST_DEVICE void operator()(int64_t index) const { out[index] = pb::reference::geometry::conjugate_element(x, index); }
+  PB_HOST_DEVICE void operator()(int64_t index) const { out[index] = mc::ref::conjugate_element(x, index); }
 };
 
 template <typename Exec>
@@ -62,12 +62,12 @@ class MambaConjugateLadder {
  public:
   MambaConjugateLadder(Exec& exec, const ArrayMap& in, const PhasePlan& plan)
       : exec_(exec),
-        in_place_(plan.has(geo::kInPlaceNeg)),
-        single_pass_(plan.has(geo::kSinglePass)),
-        shape_(require(in, geo::kStateReal).shape),
-        values_(require(in, geo::kStateReal).numel()),
-        r_(upload_array(exec, require(in, geo::kStateReal))),
-        i_(upload_array(exec, require(in, geo::kStateImag))) {}
+        in_place_(plan.has(mc::kInPlaceNeg)),
+        single_pass_(plan.has(mc::kSinglePass)),
+        shape_(require(in, mc::kStateReal).shape),
+        values_(require(in, mc::kStateReal).numel()),
+        r_(upload_array(exec, require(in, mc::kStateReal))),
+        i_(upload_array(exec, require(in, mc::kStateImag))) {}
 
   void run() {
     r_conj_ = conjugate(r_);
@@ -79,7 +79,7 @@ class MambaConjugateLadder {
       if (out->data()) exec_.for_each("mc.poison", values_, cuda_backend::Fill{out->data(), std::numeric_limits<float>::quiet_NaN()});
   }
 
-  ArrayMap outputs() { return {{geo::kConjReal, download_array(exec_, r_conj_, shape_)}, {geo::kConjImag, download_array(exec_, i_conj_, shape_)}}; }
+  ArrayMap outputs() { return {{mc::kConjReal, download_array(exec_, r_conj_, shape_)}, {mc::kConjImag, download_array(exec_, i_conj_, shape_)}}; }
 
  private:
   using Buffer = typename Exec::template Buffer<float>;

@@ -22,7 +22,7 @@
 namespace {
 
 namespace ob = pb::onednn_backend;
-namespace geo = pb::suites::geometry;
+namespace geo = pb::suites::geometry::mamba_conjugate;
 using dnnl::algorithm;
 constexpr int64_t C = geo::ref::kStateComponents;
 

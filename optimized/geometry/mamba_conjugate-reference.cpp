@@ -10,7 +10,7 @@
 namespace pb::reference_backend {
 namespace {
 
-namespace geo = pb::suites::geometry;
+namespace geo = pb::suites::geometry::mamba_conjugate;
 
 class MambaConjugateReference final : public Variant {
  public:

@@ -15,7 +15,7 @@
 namespace {
 
 namespace tb = pb::torch_backend;
-namespace geo = pb::suites::geometry;
+namespace geo = pb::suites::geometry::mamba_conjugate;
 constexpr int C = geo::ref::kStateComponents;
 
 class MambaConjugateTorch final : public pb::Variant {

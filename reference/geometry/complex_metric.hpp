@@ -23,7 +23,7 @@
 
 #include "phasebench/host_device.hpp"
 
-namespace pb::reference::geometry {
+namespace pb::reference::geometry::complex_metric {
 
 constexpr int kSpinor = 4;                            // S
 constexpr int kCoordinates = 8;                       // d
@@ -54,7 +54,7 @@ PB_HOST_DEVICE inline Scalar quadratic_form(const Scalar* psi, const Scalar* mat
 
 /// Phi and Theta [items, d, d] of `items` spinors psi [items, S].
 template <typename Scalar>
-void complex_metric(const Scalar* gamma, const Scalar* psi, int64_t items, Scalar* phi, Scalar* theta) {
+void evaluate(const Scalar* gamma, const Scalar* psi, int64_t items, Scalar* phi, Scalar* theta) {
   constexpr int S = kSpinor, d = kCoordinates;
   for (int m = 0; m < d; ++m)
     for (int n = 0; n < d; ++n) {
@@ -71,4 +71,4 @@ void complex_metric(const Scalar* gamma, const Scalar* psi, int64_t items, Scala
     }
 }
 
-}  // namespace pb::reference::geometry
+}  // namespace pb::reference::geometry::complex_metric

@@ -12,7 +12,7 @@
 
 #include "phasebench/host_device.hpp"
 
-namespace pb::reference::geometry {
+namespace pb::reference::geometry::mamba_conjugate {
 
 constexpr int kStateComponents = 8;  // the last axis; component 0 is kept, 1..7 negated
 
@@ -28,4 +28,4 @@ void conjugate(const Scalar* x, int64_t count, Scalar* out) {
   for (int64_t index = 0; index < count; ++index) out[index] = conjugate_element(x, index);
 }
 
-}  // namespace pb::reference::geometry
+}  // namespace pb::reference::geometry::mamba_conjugate

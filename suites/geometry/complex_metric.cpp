@@ -12,7 +12,7 @@
 
 #include "phasebench/rng.hpp"
 
-namespace pb::suites::geometry {
+namespace pb::suites::geometry::complex_metric {
 namespace {
 
 constexpr int S = ref::kSpinor, d = ref::kCoordinates;
@@ -47,7 +47,7 @@ class ComplexMetric final : public Workload {
     ArrayMap out;
     out[kPhi] = HostArray::zeros(shape, ElementType::Float64);
     out[kTheta] = HostArray::zeros(shape, ElementType::Float64);
-    ref::complex_metric<double>(require(in, kGamma).values.data(), psi.values.data(), items,
+    ref::evaluate<double>(require(in, kGamma).values.data(), psi.values.data(), items,
                                 out[kPhi].values.data(), out[kTheta].values.data());
     return out;
   }
@@ -107,4 +107,4 @@ class ComplexMetric final : public Workload {
 const WorkloadRegistration registration{std::make_shared<ComplexMetric>()};
 
 }  // namespace
-}  // namespace pb::suites::geometry
+}  // namespace pb::suites::geometry::complex_metric

@@ -6,7 +6,9 @@
 // Conventions of the geometry suite (seed 001), followed by every geometry workload: the name
 // "geometry/<workload>"; phase 0 is named "baseline" and is the code before the seed's change; the
 // seed's own change is phase 1; phases after the seed's claim nothing and must stay exact; input
-// streams are named "geometry/<workload>/<input>"; inputs and outputs are fp32 as in the original.
+// streams are named "geometry/<workload>/<input>"; inputs and outputs are fp32 as in the original;
+// a workload's names live in pb::suites::geometry::<workload> and its reference in
+// pb::reference::geometry::<workload>, so that the suite's headers can be included together.
 
 #include <cstdint>
 #include <stdexcept>
@@ -15,9 +17,9 @@
 #include "phasebench/workload.hpp"
 #include "reference/geometry/complex_metric.hpp"
 
-namespace pb::suites::geometry {
+namespace pb::suites::geometry::complex_metric {
 
-namespace ref = pb::reference::geometry;
+namespace ref = pb::reference::geometry::complex_metric;
 
 inline const std::string kComplexMetric = "geometry/complex_metric";
 
@@ -46,4 +48,4 @@ inline MetricShape metric_shape(SizeClass size) {
   throw std::invalid_argument("unknown complex_metric size");
 }
 
-}  // namespace pb::suites::geometry
+}  // namespace pb::suites::geometry::complex_metric

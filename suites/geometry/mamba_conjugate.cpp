@@ -10,10 +10,10 @@
 
 #include "phasebench/rng.hpp"
 
-namespace pb::suites::geometry {
+namespace pb::suites::geometry::mamba_conjugate {
 namespace {
 
-constexpr int C = reference::geometry::kStateComponents;
+constexpr int C = ref::kStateComponents;
 
 class MambaConjugate final : public Workload {
  public:
@@ -41,7 +41,7 @@ class MambaConjugate final : public Workload {
     for (const auto& [input, output] : {std::pair{kStateReal, kConjReal}, std::pair{kStateImag, kConjImag}}) {
       const HostArray& x = require(in, input);
       HostArray conj = HostArray::zeros(x.shape, ElementType::Float64);
-      reference::geometry::conjugate<double>(x.values.data(), x.numel(), conj.values.data());
+      ref::conjugate<double>(x.values.data(), x.numel(), conj.values.data());
       out[output] = std::move(conj);
     }
     return out;
@@ -82,4 +82,4 @@ class MambaConjugate final : public Workload {
 const WorkloadRegistration registration{std::make_shared<MambaConjugate>()};
 
 }  // namespace
-}  // namespace pb::suites::geometry
+}  // namespace pb::suites::geometry::mamba_conjugate

@@ -10,9 +10,9 @@
 #include "phasebench/workload.hpp"
 #include "reference/geometry/mamba_conjugate.hpp"
 
-namespace pb::suites::geometry {
+namespace pb::suites::geometry::mamba_conjugate {
 
-namespace ref = pb::reference::geometry;
+namespace ref = pb::reference::geometry::mamba_conjugate;
 
 inline const std::string kMambaConjugate = "geometry/mamba_conjugate";
 
@@ -41,4 +41,4 @@ inline StateShape state_shape(SizeClass size) {
   throw std::invalid_argument("unknown mamba_conjugate size");
 }
 
-}  // namespace pb::suites::geometry
+}  // namespace pb::suites::geometry::mamba_conjugate
