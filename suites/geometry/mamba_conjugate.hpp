@@ -1,0 +1,44 @@
+#pragma once
+// geometry/mamba_conjugate: what every variant shares: the size table, the input and output names
+// and the optimization each phase adds. Math: reference/geometry/mamba_conjugate.hpp. Definition:
+// suites/geometry/mamba_conjugate.cpp. Suite conventions: suites/geometry/complex_metric.hpp.
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "phasebench/workload.hpp"
+#include "reference/geometry/mamba_conjugate.hpp"
+
+namespace pb::suites::geometry::mamba_conjugate {
+
+namespace ref = pb::reference::geometry::mamba_conjugate;
+
+inline const std::string kMambaConjugate = "geometry/mamba_conjugate";
+
+// Inputs r, i and outputs conj(r), conj(i), each [B, L, 8].
+inline const std::string kStateReal = "r";
+inline const std::string kStateImag = "i";
+inline const std::string kConjReal = "r_conj";
+inline const std::string kConjImag = "i_conj";
+
+// The optimization each phase adds (phase 0 is named kBaseline, as in every geometry workload).
+inline constexpr const char* kCloneAssign = "baseline";     // clone, then x[..., 1:] = -x[..., 1:]
+inline constexpr const char* kInPlaceNeg = "inplace_neg";   // clone, then x[..., 1:].neg_() (the seed)
+inline constexpr const char* kSinglePass = "single_pass";   // the result written in one pass, no clone
+
+struct StateShape {
+  int64_t batch = 0, length = 0;  // B, L
+  int64_t values() const { return batch * length * ref::kStateComponents; }
+};
+
+inline StateShape state_shape(SizeClass size) {
+  switch (size) {
+    case SizeClass::Small: return {2, 9};
+    case SizeClass::Default: return {16, 4096};
+    case SizeClass::Large: return {64, 16384};
+  }
+  throw std::invalid_argument("unknown mamba_conjugate size");
+}
+
+}  // namespace pb::suites::geometry::mamba_conjugate
