@@ -1,0 +1,87 @@
+#pragma once
+// geometry/lior_optimizer_step: what every variant shares: the parameter shapes of each size, the
+// input and output names, the phase names, and the tensors' offsets in one flat buffer. Math:
+// reference/geometry/lior_optimizer_step.hpp. Definition (catalog, tolerances, work):
+// lior_optimizer_step.cpp.
+//
+// Every variant writes the updated tensors out of place (out_j = p_j - s_j g_j, p_j an input): each
+// timed iteration then performs the same step from the same parameters, and poisoning an output
+// cannot destroy an input. It moves the bytes an in-place step moves (read p and g, write p).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "phasebench/workload.hpp"
+#include "reference/geometry/lior_optimizer_step.hpp"
+#include "suites/geometry/resilience.hpp"
+
+namespace pb::suites::geometry {
+
+inline const std::string kLiorOptimizerStep = "geometry/lior_optimizer_step";
+
+// The optimization each phase adds (catalog: lior_optimizer_step.cpp).
+inline constexpr const char* kPerTensorSync = "per_tensor_sync";      // the original: R.item() per tensor
+inline constexpr const char* kDeviceResilience = "device_resilience";  // the seed: R stays a tensor
+inline constexpr const char* kBatchedStep = "batched_step";           // [P,8] R, one multi-tensor update
+
+/// Input p_j ("param.07"), its gradient ("grad.07"); the output has the parameter's name.
+inline std::string param_name(int j) { return std::string("param.") + (j < 10 ? "0" : "") + std::to_string(j); }
+inline std::string grad_name(int j) { return std::string("grad.") + (j < 10 ? "0" : "") + std::to_string(j); }
+
+/// The parameter shapes of a size: small [5], [4,3], [11]; default and large a transformer's set,
+/// per block 4 x [w,w] (attention), [4w,w] and [w,4w] (MLP), 2 x [w] (norms).
+inline std::vector<std::vector<int64_t>> parameter_shapes(SizeClass size) {
+  if (size == SizeClass::Small) return {{5}, {4, 3}, {11}};
+  const int64_t blocks = size == SizeClass::Default ? 6 : 12, width = size == SizeClass::Default ? 512 : 1024;
+  std::vector<std::vector<int64_t>> shapes;
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (int i = 0; i < 4; ++i) shapes.push_back({width, width});
+    shapes.push_back({4 * width, width});
+    shapes.push_back({width, 4 * width});
+    shapes.push_back({width});
+    shapes.push_back({width});
+  }
+  return shapes;
+}
+
+inline int64_t numel_of(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t extent : shape) n *= extent;
+  return n;
+}
+
+/// Where each tensor starts in one flat buffer of all of them, and the total (P + 1 entries).
+inline std::vector<int64_t> flat_offsets(const std::vector<std::vector<int64_t>>& shapes) {
+  std::vector<int64_t> offsets{0};
+  for (const auto& shape : shapes) offsets.push_back(offsets.back() + numel_of(shape));
+  return offsets;
+}
+
+/// The parameter shapes of the inputs (param.00, param.01, ... in order).
+inline std::vector<std::vector<int64_t>> shapes_of(const ArrayMap& inputs) {
+  std::vector<std::vector<int64_t>> shapes;
+  for (int j = 0; inputs.count(param_name(j)); ++j) shapes.push_back(inputs.at(param_name(j)).shape);
+  return shapes;
+}
+
+/// Every parameter (or gradient) input's values, as float, one after the other.
+inline std::vector<float> flat_floats(const ArrayMap& inputs, std::string (*name)(int), size_t tensors) {
+  std::vector<float> flat;
+  for (size_t j = 0; j < tensors; ++j) {
+    const std::vector<float> values = require(inputs, name(static_cast<int>(j))).to_floats();
+    flat.insert(flat.end(), values.begin(), values.end());
+  }
+  return flat;
+}
+
+/// The outputs from one flat fp32 buffer of every updated tensor.
+inline ArrayMap outputs_from_flat(const std::vector<std::vector<int64_t>>& shapes, const float* flat) {
+  ArrayMap out;
+  const std::vector<int64_t> offsets = flat_offsets(shapes);
+  for (size_t j = 0; j < shapes.size(); ++j)
+    out[param_name(static_cast<int>(j))] = HostArray::from_floats(shapes[j], flat + offsets[j], numel_of(shapes[j]));
+  return out;
+}
+
+}  // namespace pb::suites::geometry
