@@ -49,9 +49,9 @@ TEST(Cli, BaselineRecordOfNothingPrintsOnlyTheError) {
   EXPECT_EQ(result.exit_code, 2) << result.output;
   EXPECT_EQ(result.output.find("baseline recorded"), std::string::npos) << result.output;
 }
-// A run directory whose samples.csv and results.csv do not describe the same cases is refused by
+// A run directory whose samples.csv, results.csv and machine.json do not describe the same run is refused by
 // every command that reads runs, with both files named.
-TEST(Cli, SamplesThatDoNotMatchTheRowsAreRefused) {
+TEST(Cli, FilesOfOneRunThatDisagreeAreRefused) {
   ResultRow row;
   row.run_id = "20261125T000000Z-test";
   row.suite = "trainer2";
@@ -81,6 +81,13 @@ TEST(Cli, SamplesThatDoNotMatchTheRowsAreRefused) {
                                      "baseline record " + missing})
     expect_usage_error(command, "has 2 repetitions but");
   expect_usage_error("compare " + extra + " " + extra, "which has no row in");
+
+  const std::string other_machine = write_run("other-machine", {one_of_two, second});
+  std::ofstream(std::filesystem::path(other_machine) / "machine.json") << R"({"run_id": "20261125T000001Z-other"})";
+  expect_usage_error("report " + other_machine + " --out " + testing::fresh_temp_path("report2").string() + ".html",
+                     "column run_id: '20261125T000000Z-test', but");
+  expect_usage_error("merge " + other_machine + " " + other_machine + " --out " +
+                         testing::fresh_temp_path("merged").string(), "files from different runs");
 }
 TEST(Cli, BadSeedCount) { expect_usage_error("verify --seeds 0", "--seeds"); }
 TEST(Cli, DumpNeedsAWorkload) { expect_usage_error("dump --out /tmp/x", "--workload"); }

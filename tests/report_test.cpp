@@ -434,7 +434,9 @@ void append_crafted(const fs::path& dir, const testing::CraftedRun& crafted) {
   const fs::path extra = testing::write_run("extra", crafted);
   std::vector<ResultRow> rows = read_results_csv((dir / "results.csv").string());
   std::vector<SampleRow> samples = read_samples_csv((dir / "samples.csv").string());
+  const std::string run_id = rows.empty() ? crafted.run_id : rows.front().run_id;  // one run's rows
   for (ResultRow row : read_results_csv((extra / "results.csv").string())) {
+    row.run_id = run_id;
     if (row.phase_index > 0) std::tie(row.speedup_vs_prev, row.speedup_vs_prev_ci_low, row.speedup_vs_prev_ci_high) =
                                  std::make_tuple(2.0, 1.9, 2.1);
     rows.push_back(row);

@@ -138,6 +138,21 @@ void check_samples_match_rows(const RunData& run, const std::string& samples_pat
   }
 }
 
+// A run's rows carry its run id, as machine.json does: results.csv beside another run's
+// machine.json would report that machine for rows it never ran. Merged runs keep each row's own
+// id (merge.cpp) and list their inputs, so only unmerged runs are held to one id.
+void check_run_ids(const RunData& run, const fs::path& machine_path) {
+  const nlohmann::json& machine = run.machine;
+  if (!machine.is_object() || machine.contains("merged_from") || !machine.contains("run_id") ||
+      !machine["run_id"].is_string())
+    return;
+  const std::string id = machine["run_id"].get<std::string>();
+  for (size_t i = 0; i < run.rows.size(); ++i)
+    if (!run.rows[i].run_id.empty() && run.rows[i].run_id != id)
+      throw InputError(where(run.results_path, i) + ", column run_id: '" + run.rows[i].run_id + "', but " +
+                       machine_path.string() + " is run '" + id + "' (files from different runs?)");
+}
+
 nlohmann::json read_machine(const fs::path& path) {
   if (!fs::exists(path)) return nullptr;
   std::ifstream in(path);
@@ -205,6 +220,7 @@ RunData load_run(const std::string& path) {
   run.cpu_samples = std::move(indexed.cpu);
   check_samples_match_rows(run, samples.string());
   run.machine = read_machine(dir / "machine.json");
+  check_run_ids(run, dir / "machine.json");
   run.catalog = catalog::read(dir);
   // The recorded timing columns are the run's record; its claims are the catalog's.
   derive_columns(run.rows, {nullptr, &run.catalog, std::nullopt});
