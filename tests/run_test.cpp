@@ -231,15 +231,15 @@ TEST(Dump, NumpyLoadsItAndAnIndependentImplementationAgrees) {
   fs::remove_all(out);
 }
 
-// Issue 3: the window outputs (lior, R, spd, act, vbar, path, F, P) and the train_step outputs
+// Issue 3: the window outputs (lior, R, spd, act, vbar, path, progress, F, P) and the train_step outputs
 // (both windows, g, theta, memory bank, pointer) agree with an independent numpy implementation
 // of the original code (tests/python/check_trainer2_dump.py) fed from the dump.
 TEST(Dump, Trainer2WindowAndTrainStepAgreeWithNumpy) {
   const struct {
     const char* workload;
     size_t arrays;
-  } cases[] = {{"trainer2/window", 7u + 8u},        // O, bank x2, F0, g, theta, steps + 8 outputs
-               {"trainer2/train_step", 9u + 21u}};  // + target, bank_pointer; 2x8 + g, theta, bank x2, pointer
+  } cases[] = {{"trainer2/window", 7u + 9u},        // O, bank x2, F0, g, theta, steps + 9 outputs
+               {"trainer2/train_step", 9u + 23u}};  // + target, bank_pointer; 2x9 + g, theta, bank x2, pointer
   for (const auto& c : cases) {
     const fs::path out = fresh_temp_path("dump-trainer2");
     const auto dumped = run_phasebench(std::string("dump --workload ") + c.workload + " --size small --seed 4 --out " + out.string());

@@ -407,6 +407,7 @@ void WindowProgram::run() {
 
 void WindowProgram::poison() {
   for (const memory& array : {scalars_, vbar_, path_, retrieval_.act}) ob::fill_floats(array, kNaN);
+  std::fill(host_log_.begin(), host_log_.end(), kNaN);
 }
 
 memory WindowProgram::q_rows(int64_t first, int64_t count) {
@@ -609,6 +610,10 @@ void add_window_outputs(pb::ArrayMap& out, const std::string& prefix, const ref:
   out[prefix + "act"] = download(window.act(), {dims.batch, dims.state_dim});
   out[prefix + "vbar"] = download(window.vbar(), {dims.batch, kN});
   out[prefix + "path"] = download(window.path(), {dims.steps, ref::kPathColumns});
+  std::vector<float> progress;  // the suite's order: lior, R, spd
+  const std::vector<float>& read = window.host_progress();
+  for (size_t t = 0; t + 2 < read.size(); t += 3) progress.insert(progress.end(), {read[t + 1], read[t], read[t + 2]});
+  out[prefix + "progress"] = pb::HostArray::from_floats({dims.steps, 3}, progress.data(), static_cast<int64_t>(progress.size()));
   out[prefix + "F"] = download(F, field_shape);
   out[prefix + "P"] = download(P, field_shape);
 }

@@ -278,6 +278,8 @@ class WindowProgram {
   const memory& vbar() const { return vbar_; }          // [B,n]
   const memory& path() const { return path_; }          // [W, n+3]
   const memory& q() const { return q_; }                // [B,n]: q_state's first n columns
+  /// [W,3]: what the host read at each step, in this engine's order (R, lior, spd) / (t + 1).
+  const std::vector<float>& host_progress() const { return host_log_; }
   /// Rows [first, first+count) of q and q_state (views kept valid across steps), for the
   /// training step's memory update.
   memory q_rows(int64_t first, int64_t count);

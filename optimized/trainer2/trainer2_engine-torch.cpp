@@ -243,6 +243,7 @@ void add_window_outputs(ArrayMap& out, const std::string& prefix, const ref::Win
   result.act = host_floats(window.act);
   result.vbar = host_floats(window.vbar);
   result.path = host_floats(window.path);
+  result.progress = window.host_progress;
   t2::add_window_outputs(out, prefix, dims, result, host_floats(field.F), host_floats(field.P),
                          ElementType::Float32);
 }
@@ -252,6 +253,7 @@ void poison(WindowOutputs& window, FieldState& field) {
                                 &window.q_state, &window.progress, &field.F, &field.P}) {
     fill_nan(*tensor);
   }
+  window.host_progress.assign(window.host_progress.size(), std::numeric_limits<float>::quiet_NaN());
 }
 
 std::vector<std::string> registered_phases(std::vector<std::string> phases) {
@@ -334,7 +336,8 @@ WindowOutputs WindowEngine::make_outputs() const {
           torch::empty({W, ref::kPathColumns}, options),
           torch::empty({B, kN}, options),
           torch::empty({B, dims_.state_dim}, options),
-          torch::empty({W, 3}, options)};
+          torch::empty({W, 3}, options),
+          std::vector<float>(W * 3, std::numeric_limits<float>::quiet_NaN())};
 }
 
 FieldState WindowEngine::make_field() const {
@@ -494,12 +497,14 @@ void WindowEngine::report_progress(int64_t step, WindowOutputs& out) {
     const bool deferred = optimizations_.deferred_metrics || capturing_;
     torch::Tensor metrics = deferred ? out.progress[step] : metrics_;
     metrics.copy_(accumulators_).div_(count);
-    if (!deferred) read_metrics(metrics);
+    if (!deferred) read_metrics(metrics, step, out);
     return;
   }
   if (!optimizations_.batched_metrics) {  // three reads, three syncs: the original's logging
-    progress_log_ = {(lior_acc_ / count).item<float>(), (R_acc_ / count).item<float>(),
-                     (spd_acc_ / count).item<float>()};
+    float* row = &out.host_progress.at(step * 3);
+    row[0] = (lior_acc_ / count).item<float>();
+    row[1] = (R_acc_ / count).item<float>();
+    row[2] = (spd_acc_ / count).item<float>();
     return;
   }
   log_or_read(step, torch::stack({lior_acc_, R_acc_, spd_acc_}) / count, out);
@@ -552,25 +557,27 @@ void WindowEngine::end_window(WindowOutputs& out) {
 
 // ---- the engine: metrics read now, or logged and read later ----------------------------------------------
 
-void WindowEngine::read_metrics(const torch::Tensor& metrics) {
+void WindowEngine::read_metrics(const torch::Tensor& metrics, int64_t first_step, WindowOutputs& out) {
   const torch::Tensor host = read_to_host(metrics);
-  progress_log_.assign(host.data_ptr<float>(), host.data_ptr<float>() + host.numel());
+  if ((first_step * 3 + host.numel()) > static_cast<int64_t>(out.host_progress.size()))
+    throw std::logic_error("trainer2 torch: more progress metrics read than the window has steps");
+  std::copy(host.data_ptr<float>(), host.data_ptr<float>() + host.numel(), out.host_progress.begin() + first_step * 3);
 }
 
 void WindowEngine::log_or_read(int64_t step, const torch::Tensor& metrics, WindowOutputs& out) {
   if (optimizations_.deferred_metrics || capturing_) {
     out.progress[step].copy_(metrics);
   } else {
-    read_metrics(metrics);
+    read_metrics(metrics, step, out);
   }
 }
 
-void WindowEngine::read_logged_metrics(const WindowOutputs& out) {
+void WindowEngine::read_logged_metrics(WindowOutputs& out) {
   if (optimizations_.deferred_metrics) {
-    read_metrics(out.progress);
+    read_metrics(out.progress, 0, out);
     return;
   }
-  for (int64_t step = 0; step < dims_.steps; ++step) read_metrics(out.progress[step]);
+  for (int64_t step = 0; step < dims_.steps; ++step) read_metrics(out.progress[step], step, out);
 }
 
 // ---- the driver -------------------------------------------------------------------------------------------
@@ -604,11 +611,11 @@ void WindowDriver::capture(const std::function<void()>& body) {
   if (!failure.empty()) std::cerr << "phasebench torch graph_capture: " << failure << "; running eagerly\n";
 }
 
-void WindowDriver::run(const std::function<void()>& body, std::initializer_list<const WindowOutputs*> windows) {
+void WindowDriver::run(const std::function<void()>& body, std::initializer_list<WindowOutputs*> windows) {
   if (graph_.captured()) {
     for (auto& [copy, input] : refreshed_) copy.copy_(input);
     graph_.replay();
-    for (const WindowOutputs* window : windows) engine_->read_logged_metrics(*window);
+    for (WindowOutputs* window : windows) engine_->read_logged_metrics(*window);
   } else {
     body();
   }

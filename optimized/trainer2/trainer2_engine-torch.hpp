@@ -136,6 +136,9 @@ struct WindowOutputs {
   torch::Tensor path;        // [W, n+3]
   torch::Tensor q, q_state;  // [B,n], [B,d]: the retrieval query and state (memory update rows)
   torch::Tensor progress;    // [W,3]: the step metrics as logged on the device (deferred reads)
+  // [W,3]: what the host read at each step (lior_acc, R_acc, spd_acc over t + 1 steps): the
+  // original logs it, and phasebench checks it, so that a wrong read is caught.
+  std::vector<float> host_progress;
 };
 
 /// Packs a window's outputs (and its final field) as HostArrays named with `prefix`.
@@ -167,7 +170,7 @@ class WindowEngine {
   /// out.progress, and read_logged_metrics() delivers them after the replay.
   void set_capturing(bool capturing) { capturing_ = capturing; }
   /// The host reads of the logged metrics: one per step, or one per window (deferred_metrics).
-  void read_logged_metrics(const WindowOutputs& out);
+  void read_logged_metrics(WindowOutputs& out);
 
   const RotorIndex& rotor_index() const { return rotor_index_; }
 
@@ -190,7 +193,7 @@ class WindowEngine {
   void rotor_apply_in_place(const torch::Tensor& x);
   void force_in_place(const FieldState& field);  // into force_
   void log_or_read(int64_t step, const torch::Tensor& metrics, WindowOutputs& out);
-  void read_metrics(const torch::Tensor& metrics);
+  void read_metrics(const torch::Tensor& metrics, int64_t first_step, WindowOutputs& out);
 
   WindowOptimizations optimizations_;
   ref::WindowDims dims_;
@@ -199,7 +202,6 @@ class WindowEngine {
   RotorIndex rotor_index_;
   Retrieval retrieval_;
   bool capturing_ = false;
-  std::vector<float> progress_log_;  // what the host read (the original logs it)
 
   // What the steps pass on: fresh every step without in_place, else made once in setup().
   Batch batch_;
@@ -236,7 +238,7 @@ class WindowDriver {
   void capture(const std::function<void()>& body);
   /// One run(): the graph replayed and the logged metrics of `windows` read, or `body` run
   /// eagerly; then the allocator cleanup after each window.
-  void run(const std::function<void()>& body, std::initializer_list<const WindowOutputs*> windows);
+  void run(const std::function<void()>& body, std::initializer_list<WindowOutputs*> windows);
 
   const WindowOptimizations& optimizations() const { return optimizations_; }
   const ref::WindowDims& dims() const { return dims_; }

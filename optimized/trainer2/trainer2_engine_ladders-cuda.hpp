@@ -363,6 +363,7 @@ class WindowRunner {
     poison(exec_, scalars_.data(), 3);
     poison(exec_, act_.data(), shape_.batch * shape_.state_dim);
     poison(exec_, vbar_.data(), velocity_count());
+    std::fill(log_.data(), log_.data() + 3 * shape_.steps, std::numeric_limits<float>::quiet_NaN());
     poison(exec_, path_.data(), shape_.steps * kPathColumns);
     poison(exec_, q_.data(), velocity_count());
     poison(exec_, q_state_.data(), shape_.batch * shape_.state_dim);
@@ -388,6 +389,8 @@ class WindowRunner {
     result.act = download_floats(exec_, act_.data(), B * d);
     result.vbar = download_floats(exec_, vbar_.data(), velocity_count());
     result.path = download_floats(exec_, path_.data(), shape_.steps * kPathColumns);
+    for (int64_t t = 0; t < shape_.steps; ++t)  // the host divides what it read by the step count
+      for (int k = 0; k < 3; ++k) result.progress.push_back(log_.data()[3 * t + k] / static_cast<float>(t + 1));
     t2::add_window_outputs(out, prefix, dims, result, download_floats(exec_, F, shape_.field_size()),
                            download_floats(exec_, P, shape_.field_size()), ElementType::Float32);
   }

@@ -11,7 +11,9 @@
 // edge reads a row of zeros (the zero padding), so the inner loop has no branch and adds the
 // same zeros the reference adds.
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -642,14 +644,17 @@ struct WindowResultDevice {
   Vec scalars;          // [3]: lior, R, spd (accumulator / W)
   Mat act, vbar, path;  // [B,d], [B,n], [W, n+3]
   Mat q, q_state;       // the window's query and its state (set by the run: views of its batch)
+  std::vector<float> host_progress;  // [W,3]: what the host read at each step (an output)
 
   void allocate(const ref::WindowDims& dims) {
+    host_progress.assign(dims.steps * 3, 0.f);
     scalars = Vec("trainer2/window/scalars", 3);
     act = Mat("trainer2/window/act", dims.batch, dims.state_dim);
     vbar = Mat("trainer2/window/vbar", dims.batch, kDim);
     path = Mat("trainer2/window/path", dims.steps, kPathColumns);
   }
-  void poison() const {
+  void poison() {
+    std::fill(host_progress.begin(), host_progress.end(), std::numeric_limits<float>::quiet_NaN());
     fill_nan(scalars);
     fill_nan(act);
     fill_nan(vbar);
@@ -666,6 +671,7 @@ struct WindowResultDevice {
     host.act = to_host_vector(act);
     host.vbar = to_host_vector(vbar);
     host.path = to_host_vector(path);
+    host.progress = host_progress;
     suite::add_window_outputs(out, prefix, dims, host, to_host_vector(field.F), to_host_vector(field.P),
                                 ElementType::Float32);
   }
@@ -730,7 +736,7 @@ class WindowRunner {
       lior_step_and_means(batch.q, in.g, step);
       accumulate(acc, step, batch.q);
       push_path(out.path, t, batch.q, step.mean_R, step.mean_dlior);
-      read_progress(acc, t);
+      read_progress(acc, t, out.host_progress);
       field_step(field, step);
     }
     window_means(out.scalars, acc.lior, acc.R, acc.spd, out.vbar, acc.velocity, dims_.steps);
@@ -751,6 +757,8 @@ class WindowRunner {
     retrieval_fused(InPlaceCandidates{in.O, in.bank_coord, in.bank_state}, batch.q_rot, in.g, R_last_,
                     kept_step_.weights, out.act);
     copy_to_host(progress_log_host_, progress_log_);  // the window's log: one host sync
+    for (int64_t t = 0; t < dims_.steps; ++t)
+      for (int64_t i = 0; i < 3; ++i) out.host_progress.at(t * 3 + i) = progress_log_host_(t, i);
     out.q = batch.q;
     out.q_state = batch.q_state;
   }
@@ -878,20 +886,21 @@ class WindowRunner {
 
   // 8. The host reads the progress metrics: three reads, or with batched_metrics one read of the
   // three stacked in a device buffer made once (the seed's pre-allocated progress_metrics_gpu).
-  void read_progress(const Accumulators& acc, int64_t t) {
+  void read_progress(const Accumulators& acc, int64_t t, std::vector<float>& host_log) {
+    float* read = &host_log.at(t * 3);
     const float steps = static_cast<float>(t + 1);
     if (!plan_.batched_metrics) {
       copy_to_host(progress_cell_, acc.lior);
-      last_progress_[0] = progress_cell_() / steps;
+      read[0] = progress_cell_() / steps;
       copy_to_host(progress_cell_, acc.R);
-      last_progress_[1] = progress_cell_() / steps;
+      read[1] = progress_cell_() / steps;
       copy_to_host(progress_cell_, acc.spd);
-      last_progress_[2] = progress_cell_() / steps;
+      read[2] = progress_cell_() / steps;
       return;
     }
     stack_progress(progress_, acc.lior, acc.R, acc.spd, t);
     copy_to_host(progress_host_, progress_);
-    for (int i = 0; i < 3; ++i) last_progress_[i] = progress_host_(i);
+    for (int i = 0; i < 3; ++i) read[i] = progress_host_(i);
   }
 
   // 9. Störmer–Verlet, op by op: force, kick, drift, force, kick.
@@ -914,7 +923,6 @@ class WindowRunner {
   Vec progress_;
   Vec::HostMirror progress_host_;
   HostCell progress_cell_;
-  float last_progress_[3] = {0, 0, 0};
   // with temporal_blocking
   Vec R_step_, R_last_;
   Mat partial_, progress_log_;

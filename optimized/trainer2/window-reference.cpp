@@ -22,7 +22,8 @@ class WindowReference final : public Variant {
   }
   void poison_outputs() override {
     const float nan = std::numeric_limits<float>::quiet_NaN();
-    result_ = {nan, nan, nan, {}, {}, {}, {}, {}};
+    result_ = ref::WindowResult<float>{};  // empty arrays: an output run() does not write is missing
+    result_.lior = result_.R = result_.spd = nan;
     state_.F.assign(initial_.F.size(), nan);
     state_.P.assign(initial_.P.size(), nan);
   }

@@ -35,12 +35,13 @@
 //   5  s_b = sqrt(max(0, sum_i g_i v_bi^2) + eps);  dlior_b = R_b s_b   (lior_step.hpp)
 //   6  lior_acc += mean_b dlior;  R_acc += mean_b R;  spd_acc += mean_b s;  vel_acc += v
 //   7  path row t = [mean_b v (n values), mean_b R, mean_b dlior, |mean_b v|]
-//   8  the host reads lior_acc/t, R_acc/t, spd_acc/t (logging: no effect on the outputs)
+//   8  the host reads lior_acc/(t+1), R_acc/(t+1), spd_acc/(t+1) (logging: no effect on the
+//      other outputs; phasebench makes the reads an output, progress [W,3], so they are checked)
 //   9  Stormer-Verlet: P += dt/2 Force(F);  F += dt/m P;  P += dt/2 Force(F), with
 //      Force(F) = (hbar^2 / 2m) Lap(F) - k (F - F_eq), Lap the 5-point Laplacian over (Nx, Ny)
 //      with zero padding, per channel, real and imaginary parts independently
 // Outputs: lior = lior_acc/W, R = R_acc/W, spd = spd_acc/W, act of the last step [B,d],
-// vbar = vel_acc/W [B,n], path [W, n+3], the final F and P.
+// vbar = vel_acc/W [B,n], path [W, n+3], progress [W, 3], the final F and P.
 //
 // train_step (the two-phase contrastive update):
 //   1  snapshot F, P, bank, theta; run the free window (no nudge)
@@ -240,6 +241,7 @@ struct WindowResult {
   std::vector<Scalar> act;          // [B,d], last step's
   std::vector<Scalar> vbar;         // [B,n], vel_acc / W
   std::vector<Scalar> path;         // [W, kPathColumns]
+  std::vector<Scalar> progress;     // [W, 3]: what the host reads at step t (8), t = 0 .. W-1
   std::vector<Scalar> q, q_state;   // [B,n], [B,d]: the retrieval query and its state (memory update)
 };
 
@@ -308,6 +310,7 @@ WindowResult<Scalar> run_window(const WindowDims& dims, const WindowInputs<Scala
   out.act.assign(B * d, 0);
   out.vbar.assign(B * n, 0);
   out.path.assign(dims.steps * kPathColumns, 0);
+  out.progress.assign(dims.steps * 3, 0);
   std::vector<Scalar> cand_coord, cand_state, weights(B * K), R(B), v(B * n), q_rot(B * n),
       shifted(n), s(B), dlior(B);
   Scalar lior_acc = 0, R_acc = 0, spd_acc = 0;
@@ -330,7 +333,10 @@ WindowResult<Scalar> run_window(const WindowDims& dims, const WindowInputs<Scala
     spd_acc += means.mean_s;
     for (int64_t i = 0; i < B * n; ++i) out.vbar[i] += v[i];
     path_row(v.data(), B, means.mean_R, means.mean_dlior, &out.path[t * kPathColumns]);  // 7
-    // 8: the host reads lior_acc/t, R_acc/t, spd_acc/t for logging: no effect on the outputs.
+    const Scalar steps_so_far = static_cast<Scalar>(t + 1);                             // 8
+    out.progress[t * 3 + 0] = lior_acc / steps_so_far;
+    out.progress[t * 3 + 1] = R_acc / steps_so_far;
+    out.progress[t * 3 + 2] = spd_acc / steps_so_far;
     field_step(dims, F, P, F_eq);                                                       // 9
   }
   const Scalar steps = static_cast<Scalar>(dims.steps);

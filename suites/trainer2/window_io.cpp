@@ -95,6 +95,7 @@ std::vector<OutputSpec> window_output_specs(const std::string& prefix) {
           {prefix + "act", 1e-4, mixing},
           {prefix + "vbar", 1e-5, "fp32 mean over T tokens accumulated W times (measured <= 5e-7)"},
           {prefix + "path", 2e-5, curvature},
+          {prefix + "progress", 2e-5, "the host's per-step reads (lior_acc, R_acc, spd_acc over t+1 steps): " + curvature},
           {prefix + "F", 1e-5, field},
           {prefix + "P", 1e-5, field}};
 }
@@ -116,6 +117,7 @@ void add_window_outputs(ArrayMap& out, const std::string& prefix, const ref::Win
   out[prefix + "act"] = array({B, dims.state_dim}, window.act);
   out[prefix + "vbar"] = array({B, n}, window.vbar);
   out[prefix + "path"] = array({dims.steps, ref::kPathColumns}, window.path);
+  out[prefix + "progress"] = array({dims.steps, 3}, window.progress);
   out[prefix + "F"] = array({dims.nx, dims.ny, D, D, 2}, F);
   out[prefix + "P"] = array({dims.nx, dims.ny, D, D, 2}, P);
 }
@@ -216,14 +218,15 @@ namespace pb::suites::trainer2 {
 //   R = mean |F|: per complex value 2 mul, add, sqrt, sum (5), divide  5 field/2 + 1
 //   dlior = R s and mean_b (2B + 1), mean_b R (B + 1), accumulators    3B + 5 + B n
 //     (lior, R, spd: 3; vel_acc: B n)
+//   progress: the three accumulators over t + 1                        3
 //   two half kicks and a drift, 2 flops each per real value            6 field
 // Per window, the force evaluations, 9 flops per real value (5-point
 // Laplacian 5, scale 1, F - F_eq 1, scale 1, difference 1)             (W + 1) 9 field
 //
 // Bytes, fp32 unless said (a window starts from F0 and P = 0, so P0 is not read):
 //   read                                                               O [B,T,d], bank_coord [C,n], bank_state [C,d], F0 [field], g [n], theta [8], steps (int64)
-//   write  lior, R, spd, act [B,d], vbar [B,n], path [W,n+3], F [field], P [field]
-// Default: 472,507,373 flops and 9,096,532 bytes per window. (What the baseline does, the
+//   write  lior, R, spd, act [B,d], vbar [B,n], path [W,n+3], progress [W,3], F [field], P [field]
+// Default: 472,507,565 flops and 9,097,300 bytes per window. (What the baseline does, the
 // declaration before the compulsory one: 1.87 GFLOP and 3.18 GB, the retrieval, the mixing and the
 // candidate batch redone at every step.)
 namespace {
@@ -248,10 +251,11 @@ WindowWork window_terms(SizeClass size) {
                     + 3 + B * n;                      // lior, R, spd, vbar divided by W
   work.flops_per_step = 5 * field / 2 + 1             // R = mean |F|
                         + 3 * B + 5 + B * n           // dlior, means, accumulators
+                        + 3                           // progress: accumulators / (t + 1)
                         + 6 * field;                  // kicks and drift
   work.force_flops = (W + 1) * 9 * field;
   work.input_bytes = 4.0 * (B * T * d + C * n + C * d + field + n + slots) + 8;
-  work.output_bytes = 4.0 * (3 + B * d + B * n + W * (n + 3) + 2 * field);
+  work.output_bytes = 4.0 * (3 + B * d + B * n + W * (n + 3) + W * 3 + 2 * field);
   return work;
 }
 
@@ -277,7 +281,7 @@ WorkEstimate window_work(SizeClass size) {
 //   rotor update (as trainer2/rotor_update)                            87;   ring pointer: add, modulo (2)
 // Bytes: the window's inputs plus target [B,n] and bank_pointer (int64); written: both windows'
 // outputs, g [n], theta [8], bank_coord [C,n], bank_state [C,d], bank_pointer (int64).
-// Default: 492,325,305 flops and 14,490,800 bytes (what the baseline does: 3.75 GFLOP, 6.35 GB).
+// Default: 492,325,497 flops and 14,492,336 bytes (what the baseline does: 3.75 GFLOP, 6.35 GB).
 WorkEstimate train_step_work(SizeClass size) {
   const WindowWork w = window_terms(size);
   const ref::WindowDims dims = window_dims(size);

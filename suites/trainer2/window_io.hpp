@@ -4,7 +4,9 @@
 //
 // Window inputs:  O [B,T,d], bank_coord [C,n], bank_state [C,d], F0 [Nx,Ny,D,D,2] (complex as
 //                 (re, im)), g [n], theta [8] (6 learnt angles, 2 zero pads).
-// Window outputs: lior, R, spd (scalars), act [B,d], vbar [B,n], path [W, n+3], F and P (as F0).
+// Window outputs: lior, R, spd (scalars), act [B,d], vbar [B,n], path [W, n+3], progress [W,3]
+//                 (what the host read at each step: lior, R, spd accumulated over t+1 steps), F and
+//                 P (as F0).
 // Training step:  the window inputs plus target [B,n] and bank_pointer (int64 scalar); outputs
 //                 free_* and nudged_* (each window's outputs), g, theta, bank_coord, bank_state,
 //                 bank_pointer.

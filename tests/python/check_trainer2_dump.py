@@ -112,6 +112,7 @@ def run_window(O, bank_coord, bank_state, g, theta, F, P, F_eq, steps, nu=None):
     lior_acc = R_acc = spd_acc = 0.0
     vel_acc = np.zeros((B, N))
     path = np.zeros((steps, N + 3))
+    progress = np.zeros((steps, 3))
     for t in range(steps):
         R = curvature(F, B)                                                           # 1
         q, q_state, cand_coord, cand_state = retrieval_batch(O, bank_coord, bank_state)  # 2 (rebuilt each step, as the original)
@@ -125,10 +126,10 @@ def run_window(O, bank_coord, bank_state, g, theta, F, P, F_eq, steps, nu=None):
         vel_acc += v
         mean_v = v.mean(axis=0)                                                       # 7: path row
         path[t] = np.concatenate([mean_v, [R.mean(), dlior.mean(), np.linalg.norm(mean_v)]])
-        # 8: the host reads lior_acc/t, R_acc/t, spd_acc/t for logging only.
+        progress[t] = np.array([lior_acc, R_acc, spd_acc]) / (t + 1)                 # 8: the host's reads
         F, P = field_step(F, P, F_eq)                                                 # 9
     out = {"lior": lior_acc / steps, "R": R_acc / steps, "spd": spd_acc / steps, "act": act,
-           "vbar": vel_acc / steps, "path": path, "F": F, "P": P}
+           "vbar": vel_acc / steps, "path": path, "progress": progress, "F": F, "P": P}
     return out, q, q_state
 
 
