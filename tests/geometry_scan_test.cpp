@@ -7,9 +7,14 @@
 #include <cmath>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <memory>
 
 #include "case_runner.hpp"
+#include "phasebench/check.hpp"
+#include "tests/cuda/cuda_plan.hpp"
+#include "tests/cuda/host_executor.hpp"
+#include "optimized/geometry/mamba_scan-ladder.hpp"
 #include "phasebench/backend.hpp"
 #include "phasebench/results.hpp"
 #include "phasebench/rng.hpp"
@@ -93,6 +98,32 @@ TEST(GeometryScan, Fp32ScanErrorIsOfTheOrderOfTheSequentialOne) {
     EXPECT_LT(sequential, 2e-4);
     EXPECT_LT(scan, 2e-4);
   }
+}
+
+// ---- the executor ladder (Kokkos and CUDA) on the host ------------------------------------------
+
+// Every phase of the ladder the CUDA variant runs, on the host in both thread orders: it matches
+// the oracle, reads nothing back, and launches what the catalog says.
+TEST(GeometryScanLadder, EveryPhaseMatchesTheOracleInAnyThreadOrder) {
+  using cuda_backend::testing::HostExecutor;
+  const Workload& workload = cuda_backend::testing::registered_workload(geo::kMambaScan);
+  const ArrayMap inputs = workload.make_inputs(SizeClass::Small, 7);
+  const ArrayMap oracle = workload.reference_fp64(inputs);
+  const int64_t L = geo::dims(SizeClass::Small).length;
+  const std::map<std::string, int64_t> launches = {
+      {geo::kSequential, 1 + L * 9 + 2}, {geo::kHoisted, 6 + 1 + 1 + 2 + 2}, {geo::kParallelScan, 6 + 3 + 1 + 2 + 2}};
+  for (bool reverse : {false, true})
+    for (const auto& [phase, expected_launches] : launches) {
+      HostExecutor exec;
+      exec.reverse = reverse;
+      geometry_kernels::MambaScanLadder<HostExecutor> ladder(exec, inputs, cuda_backend::testing::cuda_plan(workload, phase));
+      exec.reset_counters();
+      ladder.run();
+      EXPECT_EQ(exec.launches, expected_launches) << phase;
+      EXPECT_EQ(exec.host_syncs, 0) << phase;
+      const CheckResult check = check_outputs(ladder.outputs(), oracle, workload.outputs());
+      EXPECT_EQ(check.status, Status::Ok) << phase << (reverse ? " reversed: " : ": ") << check.reason;
+    }
 }
 
 // ---- a variant with one wrong line is caught ----------------------------------------------------
