@@ -30,11 +30,12 @@ __global__ void raw_taps_kernel(const float* params, int64_t n, float* taps) {
   const int64_t t = global_index();
   if (t < n) body::raw_tap_body(t, params, taps);
 }
-// One thread: the N raw taps summed in order (N <= 16384: microseconds, and deterministic).
+// One thread: the N raw taps summed tail first, as ref::taps does (why: its comment); N <= 16384,
+// microseconds, deterministic.
 __global__ void tap_sum_kernel(const float* taps, int64_t n, float* sum) {
   if (global_index() != 0) return;
   float acc = 0;
-  for (int64_t t = 0; t < n; ++t) acc += taps[t];
+  for (int64_t t = n - 1; t >= 0; --t) acc += taps[t];
   *sum = acc;
 }
 __global__ void normalize_kernel(const float* sum, int64_t n, float* taps) {

@@ -138,14 +138,16 @@ class LiorMemoryConvKokkos final : public Variant {
 
  private:
   /// taps(t) = K(t+1) / |sum_t K(t+1)|: the sum reduced into a device View (no host wait).
+  /// The reduction visits the taps tail first, as ref::taps sums (why: its comment).
   void taps_on_device() const {
     const Vec params = params_, taps = taps_;
+    const int64_t n = shape_.length;
     const Cell sum = sum_;
     Kokkos::parallel_for(
         kTapsLabel, RangePolicy(0, shape_.length),
         KOKKOS_LAMBDA(int64_t t) { body::raw_tap_body(t, params.data(), taps.data()); });
     Kokkos::parallel_reduce(
-        kSumLabel, RangePolicy(0, shape_.length), KOKKOS_LAMBDA(int64_t t, float& acc) { acc += taps(t); }, sum);
+        kSumLabel, RangePolicy(0, shape_.length), KOKKOS_LAMBDA(int64_t t, float& acc) { acc += taps(n - 1 - t); }, sum);
     Kokkos::parallel_for(
         kTapsLabel, RangePolicy(0, shape_.length),
         KOKKOS_LAMBDA(int64_t t) { body::normalize_tap_body(t, sum.data(), taps.data()); });
