@@ -1,5 +1,6 @@
 // geometry/lior_memory_conv: the fp64 reference agrees with an independent numpy implementation
-// of the original, the inputs are never degenerate, the seed's claim (no host sync once the taps
+// of the original, the inputs are never degenerate, the CUDA/Kokkos bodies compute the reference
+// on the host (direct and FFT ladders), the seed's claim (no host sync once the taps
 // are built on the device) holds on every backend that runs here, and a variant with one wrong
 // line is caught.
 
@@ -10,6 +11,7 @@
 #include <limits>
 
 #include "case_runner.hpp"
+#include "optimized/geometry/lior_memory_conv-bodies.hpp"
 #include "phasebench/backend.hpp"
 #include "phasebench/results.hpp"
 #include "phasebench/runner.hpp"
@@ -54,6 +56,78 @@ TEST(GeometryMemconvInputs, TheMemoryTermIsNeverDegenerate) {
   for (int i = 0; i < ref::kParams; ++i) p[i] = conv::kernel_parameter(i);
   ref::taps<double>(p.data(), 16, k.data());
   EXPECT_EQ(std::max_element(k.begin(), k.end()) - k.begin(), 0);
+}
+
+// ---- the CUDA and Kokkos bodies, run on the host over the whole index space --------------------
+
+namespace body = pb::optimized::geometry::lior_memory_conv;
+
+struct SmallCase {
+  SmallCase() : in(find_workload(conv::kWorkload)->make_inputs(SizeClass::Small, 2)) {
+    shape = conv::conv_shape(SizeClass::Small);
+    x = in.at(conv::kInput).to_floats();
+    p = in.at(conv::kKernelParams).to_floats();
+    expected.assign(x.size(), 0.f);
+    ref::lior_memory_conv<float>(p.data(), x.data(), shape.batch, shape.length, shape.channels, expected.data());
+  }
+  ArrayMap in;
+  conv::ConvShape shape{};
+  std::vector<float> x, p, expected;
+};
+
+// device_taps + direct: the taps bodies (the sum tail first, as the kernels reduce) and the row body.
+TEST(GeometryMemconvBodies, TheDirectLadderComputesTheReference) {
+  const SmallCase c;
+  const int64_t n = c.shape.length;
+  std::vector<float> taps(n), out(c.x.size());
+  for (int64_t t = 0; t < n; ++t) body::raw_tap_body(t, c.p.data(), taps.data());
+  float sum = 0;
+  for (int64_t t = n - 1; t >= 0; --t) sum += taps[t];
+  for (int64_t t = 0; t < n; ++t) body::normalize_tap_body(t, &sum, taps.data());
+  for (int64_t row = 0; row < c.shape.batch * n; ++row)
+    body::direct_body(row, taps.data(), c.x.data(), n, c.shape.channels, c.p[ref::kW0], out.data());
+  EXPECT_EQ(out, c.expected);
+}
+
+// fft_conv: the pad, pointwise and blend bodies around a naive real DFT of length L = 2N.
+TEST(GeometryMemconvBodies, TheFftLadderComputesTheReference) {
+  const SmallCase c;
+  const int64_t n = c.shape.length, C = c.shape.channels, L = c.shape.fft_length(), bins = L / 2 + 1;
+  const int64_t lines = c.shape.batch * C;
+  std::vector<float> taps(n);
+  ref::taps<float>(c.p.data(), n, taps.data());
+  std::vector<float> xpad(lines * L, 0.f), kpad(L, 0.f), spec(2 * lines * bins), kspec(2 * bins), ypad(lines * L);
+  for (int64_t i = 0; i < int64_t(c.x.size()); ++i) body::pad_body(i, c.x.data(), n, C, L, xpad.data());
+  std::copy(taps.begin(), taps.end(), kpad.begin());
+  const double pi = std::acos(-1.0);
+  const auto rdft = [&](const float* line, float* out) {  // out: bins (re, im) pairs
+    for (int64_t f = 0; f < bins; ++f) {
+      double re = 0, im = 0;
+      for (int64_t t = 0; t < L; ++t) {
+        re += line[t] * std::cos(2 * pi * f * t / L);
+        im -= line[t] * std::sin(2 * pi * f * t / L);
+      }
+      out[2 * f] = float(re);
+      out[2 * f + 1] = float(im);
+    }
+  };
+  rdft(kpad.data(), kspec.data());
+  for (int64_t line = 0; line < lines; ++line) rdft(xpad.data() + line * L, spec.data() + 2 * line * bins);
+  for (int64_t i = 0; i < lines * bins; ++i) body::pointwise_body(i, kspec.data(), bins, 1.f / float(L), spec.data());
+  for (int64_t line = 0; line < lines; ++line)  // unnormalized inverse (the 1/L is in pointwise)
+    for (int64_t t = 0; t < L; ++t) {
+      double v = 0;
+      for (int64_t f = 0; f < bins; ++f) {
+        const double weight = (f == 0 || 2 * f == L) ? 1 : 2;
+        const float* z = spec.data() + 2 * (line * bins + f);
+        v += weight * (z[0] * std::cos(2 * pi * f * t / L) - z[1] * std::sin(2 * pi * f * t / L));
+      }
+      ypad[line * L + t] = float(v);
+    }
+  std::vector<float> out(c.x.size());
+  for (int64_t i = 0; i < int64_t(out.size()); ++i)
+    body::blend_body(i, c.x.data(), ypad.data(), n, C, L, c.p[ref::kW0], out.data());
+  for (size_t i = 0; i < out.size(); ++i) EXPECT_NEAR(out[i], c.expected[i], 1e-5) << i;
 }
 
 // ---- the seed's claim: host syncs per iteration 1 -> 0 ------------------------------------------
