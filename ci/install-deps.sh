@@ -10,6 +10,7 @@ packages=(
   libtorch-dev libopenblas0-openmp               # LibTorch (without OpenBLAS it uses reference BLAS)
   libdnnl-dev ocl-icd-opencl-dev                 # oneDNN (its CMake config needs OpenCL headers)
   libtrilinos-kokkos-dev                         # Kokkos
+  libfftw3-dev                                   # FFTW (lior_memory_conv's FFT phase; optional)
   python3 python3-numpy                          # the dump round-trip test loads .npy with numpy
   libbenchmark-tools python3-scipy               # Google Benchmark's compare.py, run on benchmark.json
   chromium                                       # the report test opens report.html headless

@@ -1,0 +1,110 @@
+// geometry/lior_memory_conv: definition (sizes, inputs, outputs, tolerances, phases, declared
+// work). Reference: reference/geometry/lior_memory_conv.hpp. Variants:
+// optimized/geometry/lior_memory_conv-<backend>.*
+//
+// The seed (001, item 4) claims no time ratio for the change, only that the taps no longer force
+// a GPU-to-CPU sync: the claim is read off host_syncs_per_iter (phase 0: at least one; after: 0).
+
+#include "suites/geometry/lior_memory_conv.hpp"
+
+#include <cmath>
+
+#include "phasebench/rng.hpp"
+
+namespace pb::suites::geometry::lior_memory_conv {
+namespace {
+
+class LiorMemoryConv final : public Workload {
+ public:
+  std::string suite() const override { return "geometry"; }
+  std::string name() const override { return "lior_memory_conv"; }
+  std::string description() const override {
+    return "LIoR memory kernel: taps k_t = K(t+1)/|sum K|, out = w0 x + (1-w0) causal_conv(k, x) along N";
+  }
+  std::string shape(SizeClass size) const override {
+    const ConvShape s = conv_shape(size);
+    return "B=" + std::to_string(s.batch) + " N=" + std::to_string(s.length) + " C=" + std::to_string(s.channels);
+  }
+
+  // x ~ N(0, 1): every channel of every sequence differs, so a tap applied at the wrong lag or a
+  // mixed-up channel fails. The kernel parameters are the definition's (as fp32 values).
+  ArrayMap make_inputs(SizeClass size, uint64_t seed) const override {
+    const ConvShape s = conv_shape(size);
+    ArrayMap in;
+    in[kInput] = normal_array(seed, kWorkload + "/" + kInput, {s.batch, s.length, s.channels}, 0, 1);
+    HostArray params = HostArray::zeros({ref::kParams});
+    for (int i = 0; i < ref::kParams; ++i) params.values[i] = static_cast<float>(kernel_parameter(i));
+    in[kKernelParams] = std::move(params);
+    return in;
+  }
+
+  ArrayMap reference_fp64(const ArrayMap& in) const override {
+    const HostArray& x = require(in, kInput);
+    HostArray out = HostArray::zeros(x.shape, ElementType::Float64);
+    ref::lior_memory_conv<double>(require(in, kKernelParams).values.data(), x.values.data(), x.shape[0], x.shape[1],
+                                  x.shape[2], out.values.data());
+    ArrayMap result;
+    result[kOutput] = std::move(out);
+    return result;
+  }
+
+  // The direct form sums up to N fp32 products per value; the taps decay like e^-t, so a
+  // value's sum is dominated by its ~10 nearest lags and its fp32 error stays at about one ulp of
+  // |out|: measured 3.5e-8 .. 8e-8 at the default size (every backend, 2 seeds) once the taps'
+  // normalization sums tail first (reference/'s taps() says why). 1e-5, the suite's fp32 default,
+  // leaves room for any summation order of the taps and of the causal sum.
+  std::vector<OutputSpec> outputs() const override {
+    return {{kOutput, 1e-5,
+             "fp32 direct sum of decaying taps: about one ulp of |out| (measured <= 8e-8 at the default size); "
+             "1e-5 covers any summation order"}};
+  }
+
+  // The FFT phase: the round-off of a real FFT pair of length L = 2N grows like eps log2 L
+  // times |k| |x| / |conv| (Higham, "Accuracy and Stability", section 24.1); conv is about half of
+  // |out| and |k| ~ 1, so relative to out ~ eps log2 L. Measured at the default size (L = 8192):
+  // 7.5e-8 (FFTW) and 1.1e-7 (torch::fft), i.e. 0.1 .. 0.15 eps log2 L. The budget is
+  // 10 eps log2 L: 2.8e-6 small, 7.8e-6 default, 8.9e-6 large (a 70x margin on the measurement).
+  std::vector<OutputSpec> outputs_for(int phase, SizeClass size) const override {
+    const auto fft = find_phase(phase);
+    if (!fft || fft->name != kFftConv) return outputs();
+    const double eps = std::ldexp(1.0, -24), budget = 10 * eps * std::log2(double(conv_shape(size).fft_length()));
+    return {{kOutput, budget,
+             "fp32 real FFTs of length L = 2N: round-off ~ eps log2 L relative to |out| (measured 0.1-0.15 eps log2 L "
+             "at N = 4096); budget 10 eps log2 L"}};
+  }
+
+  std::vector<PhaseInfo> phases() const override {
+    return {
+        {0, kHostTaps,
+         "as the original: the kernel weights read back to the host (.cpu().numpy(): one counted host "
+         "sync), the N taps built there and copied to the device, then the direct O(N^2) causal convolution"},
+        {1, kDeviceTaps,
+         "the seed ('no .cpu().numpy()'): the taps built and normalized on the device from the weights "
+         "there; host syncs per iteration 1 -> 0 (the seed claims no time ratio)"},
+        {2, kFftConv,
+         "beyond the seed: the causal convolution as zero-padded real FFTs of length 2N, a pointwise "
+         "product and the inverse: O(N log N) instead of O(N^2)"},
+    };
+  }
+
+  // Compulsory work of one iteration (README "Declared work"), of the definition's direct form:
+  // the causal sum has N(N+1)/2 multiply-adds per (b, c) (2 flops each), the blend 3 flops per
+  // value, the taps ~30 flops each (3 exps, a pow, a cos, softmax and clamps) plus the normalization.
+  // The FFT phase does far fewer flops: its GFLOP/s is the direct form's work over its time.
+  // Bytes, fp32: read x once, write out once, read the 13 parameters.
+  // Default (B = 8, N = 4096, C = 64): 8.59 GFLOP, 16.8 MB.
+  WorkEstimate work(SizeClass size) const override {
+    const ConvShape s = conv_shape(size);
+    const double n = double(s.length), bc = double(s.batch * s.channels);
+    return {bc * n * (n + 1) + 3 * double(s.values()) + 32 * n, 4.0 * (2 * double(s.values()) + ref::kParams)};
+  }
+
+  // Per value: x as fp64 input, the fp64 reference, a variant's output as fp64, fp32 copies of
+  // x and out and the FFT's padded [2N] complex buffers (about 80 bytes; 96 counted).
+  double memory_bytes(SizeClass size) const override { return 96.0 * double(conv_shape(size).values()); }
+};
+
+const WorkloadRegistration registration{std::make_shared<LiorMemoryConv>()};
+
+}  // namespace
+}  // namespace pb::suites::geometry::lior_memory_conv

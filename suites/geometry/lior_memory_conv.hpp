@@ -1,0 +1,49 @@
+#pragma once
+// geometry/lior_memory_conv: what every variant shares: the shape of each size, the input and
+// output names, the phase names and the kernel's parameter values. Math:
+// reference/geometry/lior_memory_conv.hpp. Definition (catalog, tolerances, work):
+// lior_memory_conv.cpp.
+
+#include <cstdint>
+#include <string>
+
+#include "phasebench/workload.hpp"
+#include "reference/geometry/lior_memory_conv.hpp"
+
+namespace pb::suites::geometry::lior_memory_conv {
+
+namespace ref = pb::reference::geometry::lior_memory_conv;
+
+inline const std::string kWorkload = "geometry/lior_memory_conv";
+inline const std::string kInput = "x";                     // [B, N, C]
+inline const std::string kKernelParams = "kernel_params";  // [13], ref::KernelParam order
+inline const std::string kOutput = "out";                  // [B, N, C]
+
+// The optimization each phase adds (catalog: lior_memory_conv.cpp).
+inline constexpr const char* kHostTaps = "host_taps";      // the original: weights .cpu().numpy()
+inline constexpr const char* kDeviceTaps = "device_taps";  // the seed: taps built on the device
+inline constexpr const char* kFftConv = "fft_conv";        // beyond the seed: O(N log N) by FFT
+
+struct ConvShape {
+  int64_t batch, length, channels;
+  int64_t values() const { return batch * length * channels; }
+  /// The real FFT length: >= 2N so that the circular convolution of the zero-padded sequences is
+  /// the linear one on t < N.
+  int64_t fft_length() const { return 2 * length; }
+};
+
+inline ConvShape conv_shape(SizeClass size) {
+  if (size == SizeClass::Small) return {2, 13, 3};
+  if (size == SizeClass::Default) return {8, 4096, 64};
+  return {16, 16384, 64};
+}
+
+/// The definition's parameter values, in ref::KernelParam order: wl = (1, 0, 0),
+/// alpha = beta = xi = zeta = 1, gamma = eta = e^-1, delta = 0.5, omega = 1, phi = 0, w0 = 0.5.
+inline double kernel_parameter(int index) {
+  const double inv_e = 0.36787944117144233;
+  const double values[ref::kParams] = {1, 0, 0, 1, 1, inv_e, 0.5, 1, inv_e, 1, 0, 1, 0.5};
+  return values[index];
+}
+
+}  // namespace pb::suites::geometry::lior_memory_conv

@@ -1,0 +1,42 @@
+"""Loads a `phasebench dump` of geometry/lior_memory_conv with numpy and recomputes it
+independently (vectorized numpy, fp64), the way the original LIoR memory kernel does: the kernel
+K(tau) on tau = 1..N from the weights, the taps normalized by |sum K|, the causal convolution along
+the sequence as one product with the Toeplitz matrix T[t, s] = k[t - s] (s <= t), then
+out = w0 x + (1 - w0) conv. Exits 0 and prints "agree" when out matches the dumped reference to
+round-off."""
+
+import sys
+
+import numpy as np
+
+from dump_check import compare_with_reference, load_dump
+
+
+def kernel(p, tau):
+    wl0, wl1, wl2, alpha, beta, gamma, delta, xi, eta, omega, phi, zeta = p[:12]
+    tau = np.maximum(tau, 0.1)
+    w = np.exp(np.array([wl0, wl1, wl2]) - max(wl0, wl1, wl2))
+    w /= w.sum()
+    cexp = lambda a: np.exp(np.clip(a, -20.0, 20.0))
+    terms = np.stack([alpha * cexp(-beta * tau),
+                      gamma * tau ** (-delta) * cexp(-xi * tau),
+                      eta * np.cos(omega * tau + phi) * cexp(-zeta * tau)])
+    return np.clip(w @ terms, -100.0, 100.0)
+
+
+def main(dump_dir: str) -> int:
+    _, arrays = load_dump(dump_dir)
+    x = arrays[("inputs", "x")].astype(np.float64)
+    p = arrays[("inputs", "kernel_params")].astype(np.float64)
+    n = x.shape[1]
+    K = kernel(p, np.arange(1, n + 1, dtype=np.float64))
+    k = K / abs(K.sum())
+    lag = np.arange(n)[:, None] - np.arange(n)[None, :]
+    T = np.where(lag >= 0, k[np.clip(lag, 0, None)], 0.0)
+    conv = np.einsum("ts,bsc->btc", T, x)
+    w0 = p[12]
+    return compare_with_reference(arrays, {"out": w0 * x + (1 - w0) * conv}, 1e-12, "geometry/lior_memory_conv")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
