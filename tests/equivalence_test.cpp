@@ -7,6 +7,7 @@
 #include <limits>
 #include <set>
 
+#include "broken_variant.hpp"
 #include "case_runner.hpp"
 #include "phasebench/runner.hpp"
 #include "reference/trainer2/lior_step.hpp"
@@ -84,22 +85,9 @@ class BrokenLiorStep final : public Variant {
 };
 
 detail::LiveCase checked(Bug bug) {
-  static std::vector<VariantLadder> ladders;  // cases point at their ladder: keep them alive
-  ladders.push_back({"trainer2/lior_step", kReferenceBackend, {kSerialRung},
-                     [bug](const VariantContext&) { return std::make_unique<BrokenLiorStep>(bug); },
-                     __FILE__});
-  Case c;
-  c.workload = find_workload("trainer2/lior_step");
-  c.backend = find_backend("reference");
-  c.ladder = &ladders.back();
-  c.device = "cpu";
-  c.phase_name = "broken";
-  c.size = SizeClass::Default;
-  const detail::Problem problem = detail::make_problem(*c.workload, c.size, 3);
-  detail::LiveCase live(c);
-  detail::prepare(live, problem, 1);
-  detail::check(live, problem);
-  return live;
+  return testing::check_broken_variant(
+      "trainer2/lior_step", [bug](const VariantContext&) { return std::make_unique<BrokenLiorStep>(bug); },
+      SizeClass::Default, 3);
 }
 
 TEST(Equivalence, TheHarnessAcceptsTheUnbrokenControl) {

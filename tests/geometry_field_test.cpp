@@ -10,6 +10,7 @@
 #include <limits>
 #include <vector>
 
+#include "broken_variant.hpp"
 #include "case_runner.hpp"
 #include "optimized/geometry/bayesian-cuda.cuh"
 #include "optimized/geometry/hamiltonian-cuda.cuh"
@@ -235,22 +236,8 @@ class BranchlessBayesian final : public Variant {
 
 template <typename Broken>
 detail::LiveCase checked(const std::string& workload, bool broken, uint64_t seed) {
-  static std::vector<VariantLadder> ladders;  // cases point at their ladder: keep them alive
-  ladders.reserve(16);
-  ladders.push_back({workload, kReferenceBackend, {kSerialRung},
-                     [broken](const VariantContext&) { return std::make_unique<Broken>(broken); }, __FILE__});
-  Case c;
-  c.workload = find_workload(workload);
-  c.backend = find_backend("reference");
-  c.ladder = &ladders.back();
-  c.device = "cpu";
-  c.phase_name = "broken";
-  c.size = SizeClass::Small;
-  const detail::Problem problem = detail::make_problem(*c.workload, c.size, seed);
-  detail::LiveCase live(c);
-  detail::prepare(live, problem, 1);
-  detail::check(live, problem);
-  return live;
+  return testing::check_broken_variant(
+      workload, [broken](const VariantContext&) { return std::make_unique<Broken>(broken); }, SizeClass::Small, seed);
 }
 
 TEST(GeometryFieldEquivalence, ZeroPaddingInsteadOfTheWrapIsCaught) {

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 
+#include "broken_variant.hpp"
 #include "case_runner.hpp"
 #include "optimized/geometry/lior_memory_conv-bodies.hpp"
 #include "phasebench/backend.hpp"
@@ -179,21 +180,9 @@ class BrokenMemoryConv final : public Variant {
 };
 
 detail::LiveCase checked(Bug bug) {
-  static std::vector<VariantLadder> ladders;  // cases point at their ladder: keep them alive
-  ladders.push_back({conv::kWorkload, kReferenceBackend, {kSerialRung},
-                     [bug](const VariantContext&) { return std::make_unique<BrokenMemoryConv>(bug); }, __FILE__});
-  Case c;
-  c.workload = find_workload(conv::kWorkload);
-  c.backend = find_backend("reference");
-  c.ladder = &ladders.back();
-  c.device = "cpu";
-  c.phase_name = "broken";
-  c.size = SizeClass::Small;
-  const detail::Problem problem = detail::make_problem(*c.workload, c.size, 3);
-  detail::LiveCase live(c);
-  detail::prepare(live, problem, 1);
-  detail::check(live, problem);
-  return live;
+  return testing::check_broken_variant(
+      conv::kWorkload, [bug](const VariantContext&) { return std::make_unique<BrokenMemoryConv>(bug); },
+      SizeClass::Small, 3);
 }
 
 TEST(GeometryMemconvCaught, TheUnbrokenControlPasses) { EXPECT_EQ(checked(Bug::None).status, Status::Ok); }

@@ -13,6 +13,7 @@
 #include <map>
 #include <string>
 
+#include "broken_variant.hpp"
 #include "case_runner.hpp"
 #include "optimized/geometry/complex_metric-ladder.hpp"
 #include "optimized/geometry/mamba_conjugate-ladder.hpp"
@@ -200,21 +201,9 @@ class BrokenVariant final : public Variant {
 };
 
 detail::LiveCase checked_broken(const std::string& workload) {
-  static std::deque<VariantLadder> ladders;  // cases point at their ladder: keep them alive
-  ladders.push_back({workload, kReferenceBackend, {kSerialRung},
-                     [workload](const VariantContext&) { return std::make_unique<BrokenVariant>(workload); }, __FILE__});
-  Case c;
-  c.workload = find_workload(workload);
-  c.backend = find_backend("reference");
-  c.ladder = &ladders.back();
-  c.device = "cpu";
-  c.phase_name = "broken";
-  c.size = SizeClass::Small;
-  const detail::Problem problem = detail::make_problem(*c.workload, c.size, 3);
-  detail::LiveCase live(c);
-  detail::prepare(live, problem, 1);
-  detail::check(live, problem);
-  return live;
+  return testing::check_broken_variant(
+      workload, [workload](const VariantContext&) { return std::make_unique<BrokenVariant>(workload); },
+      SizeClass::Small, 3);
 }
 
 TEST(GeometryMetricBroken, ThetaMirroredWithTheWrongSignIsCaughtAndNamed) {

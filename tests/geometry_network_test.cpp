@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 
+#include "broken_variant.hpp"
 #include "case_runner.hpp"
 #include "optimized/geometry/christoffel-cuda.cuh"
 #include "optimized/geometry/lior_optimizer_step-cuda.cuh"
@@ -228,21 +229,9 @@ class BrokenOptimizerStep final : public Variant {
 };
 
 detail::LiveCase checked(Bug bug) {
-  static std::vector<VariantLadder> ladders;  // cases point at their ladder: keep them alive
-  ladders.push_back({geo::kLiorOptimizerStep, kReferenceBackend, {kSerialRung},
-                     [bug](const VariantContext&) { return std::make_unique<BrokenOptimizerStep>(bug); }, __FILE__});
-  Case c;
-  c.workload = find_workload(geo::kLiorOptimizerStep);
-  c.backend = find_backend("reference");
-  c.ladder = &ladders.back();
-  c.device = "cpu";
-  c.phase_name = "broken";
-  c.size = SizeClass::Small;
-  const detail::Problem problem = detail::make_problem(*c.workload, c.size, 3);
-  detail::LiveCase live(c);
-  detail::prepare(live, problem, 1);
-  detail::check(live, problem);
-  return live;
+  return testing::check_broken_variant(
+      geo::kLiorOptimizerStep, [bug](const VariantContext&) { return std::make_unique<BrokenOptimizerStep>(bug); },
+      SizeClass::Small, 3);
 }
 
 TEST(GeometryNetworkCaught, TheUnbrokenControlPasses) { EXPECT_EQ(checked(Bug::None).status, Status::Ok); }

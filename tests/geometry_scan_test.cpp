@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 
+#include "broken_variant.hpp"
 #include "case_runner.hpp"
 #include "phasebench/check.hpp"
 #include "tests/cuda/cuda_plan.hpp"
@@ -169,21 +170,8 @@ class BrokenScan final : public Variant {
 };
 
 detail::LiveCase checked(Bug bug) {
-  static std::vector<VariantLadder> ladders;  // cases point at their ladder: keep them alive
-  ladders.push_back({geo::kMambaScan, kReferenceBackend, {kSerialRung},
-                     [bug](const VariantContext&) { return std::make_unique<BrokenScan>(bug); }, __FILE__});
-  Case c;
-  c.workload = find_workload(geo::kMambaScan);
-  c.backend = find_backend("reference");
-  c.ladder = &ladders.back();
-  c.device = "cpu";
-  c.phase_name = "broken";
-  c.size = SizeClass::Small;
-  const detail::Problem problem = detail::make_problem(*c.workload, c.size, 3);
-  detail::LiveCase live(c);
-  detail::prepare(live, problem, 1);
-  detail::check(live, problem);
-  return live;
+  return testing::check_broken_variant(
+      geo::kMambaScan, [bug](const VariantContext&) { return std::make_unique<BrokenScan>(bug); }, SizeClass::Small, 3);
 }
 
 TEST(GeometryScanCaught, TheUnbrokenControlPasses) { EXPECT_EQ(checked(Bug::None).status, Status::Ok); }
