@@ -4,11 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <iostream>
 #include <limits>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "broken_variant.hpp"
 #include "case_runner.hpp"
@@ -181,6 +183,53 @@ TEST(GeometryScanCaught, MapsComposedInTheWrongOrderAreCaughtAndTheOutputNamed) 
   EXPECT_EQ(live.status, Status::Fail);
   EXPECT_NE(live.reason.find("output "), std::string::npos) << live.reason;
   EXPECT_NE(live.reason.find("rel_l2_err"), std::string::npos) << live.reason;
+}
+
+}  // namespace
+}  // namespace pb
+
+namespace pb {
+namespace {
+
+const Workload& geo_workload() {
+  static const auto workload = find_workload(geo::kMambaScan);
+  return *workload;
+}
+
+// The large size is declared out of fp32's range by the definition (the state is never
+// normalized): every case, the serial reference included, is UNSUPPORTED with the measurement,
+// and verify answers at once instead of paying for an fp64 oracle nobody reads.
+TEST(GeometryScanLarge, EveryCaseIsUnsupportedWithTheMeasuredReasonAndNoOracleIsMade) {
+  VerifyOptions options;
+  options.selection.filter = "geometry/mamba_scan/";
+  options.sizes = {SizeClass::Large};
+  options.seeds = 1;
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<VerifyLine> lines = execute_verify(options);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_FALSE(lines.empty());
+  std::set<std::string> backends;
+  for (const VerifyLine& line : lines) {
+    EXPECT_EQ(line.status, Status::Unsupported) << line.row_name;
+    EXPECT_NE(line.detail.find("fp32's range"), std::string::npos) << line.detail;
+    backends.insert(line.row_name.substr(0, line.row_name.find("/", line.row_name.find("large/") + 6)));
+  }
+  EXPECT_GE(backends.size(), 2u);  // the reference and at least one optimized backend
+  // The fp64 oracle at this size takes minutes (4 matrix products of 8192 rows, naive loops).
+  EXPECT_LT(seconds, 20.0) << "the oracle of an unsupported size was computed";
+  // The other sizes run.
+  EXPECT_FALSE(geo_workload().size_unsupported_reason(SizeClass::Default).has_value());
+}
+
+// At the small size the two sigmas that reach the output straddle the clamp [0.5, 2], so a wrong
+// clamp bound changes the output where verify runs most.
+TEST(GeometryScanInputs, TheSmallSizeExercisesBothEndsOfTheSigmaClamp) {
+  for (uint64_t seed : {1, 2, 3}) {
+    const ArrayMap in = geo_workload().make_inputs(SizeClass::Small, seed);
+    const std::vector<double>& sigma = require(in, geo::kSigma).values;
+    EXPECT_LT(sigma[0], 0.5) << "seed " << seed;
+    EXPECT_GT(sigma[4], 2.0) << "seed " << seed;
+  }
 }
 
 }  // namespace

@@ -11,6 +11,14 @@ Problem make_problem(const Workload& workload, SizeClass size, uint64_t seed) {
   return problem;
 }
 
+const Problem& problem_for(std::map<std::string, Problem>& problems, const Case& c, uint64_t seed) {
+  static const Problem none;
+  if (c.capability_gap) return none;
+  const std::string key = c.workload->full_name();
+  if (!problems.count(key)) problems[key] = make_problem(*c.workload, c.size, seed);
+  return problems[key];
+}
+
 void record_error(LiveCase& live, const std::string& stage, const std::exception& error) {
   live.variant.reset();
   live.status = Status::Error;

@@ -3,6 +3,7 @@
 // iteration. Shared by `run` and `verify`. Internal to the harness.
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -18,6 +19,10 @@ struct Problem {
   ArrayMap reference;
 };
 Problem make_problem(const Workload& workload, SizeClass size, uint64_t seed);
+/// The problem of `c` at `seed`, made on first use and shared by its workload's other cases in
+/// `problems`. A case that cannot run (a capability gap) gets an empty problem: prepare() stops
+/// before reading it, and an fp64 reference nobody reads is never paid for.
+const Problem& problem_for(std::map<std::string, Problem>& problems, const Case& c, uint64_t seed);
 
 struct LiveCase {
   explicit LiveCase(Case c) : spec(std::move(c)) {}

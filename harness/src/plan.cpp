@@ -117,6 +117,8 @@ std::vector<Case> plan_cases(const Selection& selection, SizeClass size) {
           c.plan = derive_phase_plan(workload->phases(), info.index, backend->capabilities(device.name));
           c.capability_gap = capability_gap(info, *backend, device.name);
         }
+        if (auto reason = workload->size_unsupported_reason(size))
+          c.capability_gap = CannotRun{CannotRun::Kind::Unsupported, std::move(*reason)};
         if (std::regex_search(c.id(), filter)) cases.push_back(std::move(c));
       }
     }

@@ -118,11 +118,7 @@ class RunInProgress {
   void begin_step(size_t i, double limit_seconds) {
     if (hooks_.starting_step) hooks_.starting_step(name(i), limit_seconds);
   }
-  const Problem& problem_of(const LiveCase& live) {
-    const std::string key = live.spec.workload->full_name();
-    if (!problems_.count(key)) problems_[key] = make_problem(*live.spec.workload, options_.size, options_.seed);
-    return problems_[key];
-  }
+  const Problem& problem_of(const LiveCase& live) { return problem_for(problems_, live.spec, options_.seed); }
   void note(size_t i, const std::string& what, const std::string& after = "") {
     const LiveCase& live = cases_[i];
     progress_.note("[" + std::to_string(i + 1) + "/" + std::to_string(cases_.size()) + "] " + what + " " +

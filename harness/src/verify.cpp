@@ -54,11 +54,10 @@ std::string describe(const detail::LiveCase& live) {
 // Checks one case on one seed; the problem (inputs and fp64 outputs) is made on first use and
 // shared by the workload's other cases.
 VerifyLine verify_case(const Case& c, uint64_t seed, std::map<std::string, detail::Problem>& problems, int threads) {
-  const std::string key = c.workload->full_name();
-  if (!problems.count(key)) problems[key] = detail::make_problem(*c.workload, c.size, seed);
+  const detail::Problem& problem = detail::problem_for(problems, c, seed);
   detail::LiveCase live(c);
-  detail::prepare(live, problems[key], threads);
-  detail::check(live, problems[key]);
+  detail::prepare(live, problem, threads);
+  detail::check(live, problem);
   return {c.row_name(), seed, live.status, describe(live)};
 }
 

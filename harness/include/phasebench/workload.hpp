@@ -117,6 +117,11 @@ class Workload {
   virtual WorkEstimate work(SizeClass size) const = 0;
   /// Memory an fp64 check of this size needs, in bytes (for "sizes that fit").
   virtual double memory_bytes(SizeClass size) const = 0;
+  /// Why no variant can compute this size at all: a property of the definition, the same on every
+  /// backend (an fp32 range the definition's arithmetic leaves, with the measurement). nullopt for
+  /// every size a variant may run; the cases of such a size are UNSUPPORTED with this reason, and
+  /// their fp64 problem is never made.
+  virtual std::optional<std::string> size_unsupported_reason(SizeClass /*size*/) const { return std::nullopt; }
   /// The claim for the whole ladder, as a time ratio range, with the seed's words for it; NaN when
   /// the seed claims nothing for the workload as a whole. Its `index`, when not 0, is the last
   /// phase the claim covers (phases beyond the seed's are then not held to it).
