@@ -175,6 +175,21 @@ TEST(EnergyFlowCaught, RunAndVerifyReportTheLegacyBugCaughtAndExit0) {
   fs::remove_all(out);
 }
 
+TEST(EnergyFlowCaught, TheBugRunsAloneAndNoOtherPhaseBuildsOnIt) {
+  Selection selection;
+  selection.filter = "energy_flow/aggregate/torch/";
+  int seen = 0;
+  for (const Case& c : plan_cases(selection, SizeClass::Small)) {
+    const bool bug = c.phase_name == ef::kLegacyXyGrouping;
+    EXPECT_EQ(c.known_bug.empty(), !bug) << c.row_name();
+    EXPECT_EQ(c.plan.has(ef::kLegacyXyGrouping), bug) << c.row_name();
+    if (bug) EXPECT_EQ(c.plan.active(), std::set<std::string>{ef::kLegacyXyGrouping}) << c.row_name();
+    if (c.phase_name == ef::kSegmentSoftmax) EXPECT_TRUE(c.plan.has(ef::kMaskCollection)) << c.row_name();
+    seen += bug;
+  }
+  EXPECT_GE(seen, 1);
+}
+
 TEST(EnergyFlowCaught, ACheckThatAgreesWithADeclaredBugIsAFail) {
   const auto workload = find_workload(ef::kWorkload);
   const ArrayMap inputs = workload->make_inputs(SizeClass::Small, 2);
