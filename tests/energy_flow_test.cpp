@@ -244,9 +244,9 @@ TEST(EnergyFlowBodies, TheCsrSegmentSoftmaxComputesTheReference) {
   EXPECT_LT(relative_l2_error(out, reference.at(ef::kAggregated).values), 1e-6);
 }
 
-TEST(EnergyFlowDeterminism, TheSegmentSoftmaxGivesTheSameBitsEveryRun) {
+TEST(EnergyFlowDeterminism, TheScatterPhasesGiveTheSameBitsEveryRun) {
   Selection selection;
-  selection.filter = "energy_flow/aggregate/(torch|kokkos)/segment_softmax";
+  selection.filter = "energy_flow/aggregate/(torch|kokkos)/(segment_softmax|no_compaction)";
   const std::vector<Case> cases = plan_cases(selection, SizeClass::Default);
   init_backends(cases, 2);
   const detail::Problem problem = detail::make_problem(*cases.front().workload, SizeClass::Default, 1);

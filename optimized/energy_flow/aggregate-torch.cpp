@@ -8,6 +8,10 @@
 // legacy_xy_grouping: the same loops with the original's key, (x, y) alone (the bug, caught).
 // mask_collection: completed = ~active & projected and the keys as tensor ops over all flows,
 // one host read of the compacted keys to group them; per-group softmax as before.
+// no_compaction (beyond the seed): segment_softmax without torch::nonzero, whose output size a GPU
+// must send to the host before anything after it can be queued: every flow keeps its place, the
+// ones not completed are routed to a spare cell B H W that is dropped at the end, and each cell's
+// weighted sum is divided by its softmax sum once instead of every flow's weight.
 // segment_softmax: no host read at all: scatter_reduce(amax) for each group's max, exp, an
 // index_add for each group's sum (+ 1e-12), and one index_add of w E into out. On the CPU
 // index_add_ adds in index order (deterministic, tests/energy_flow_test.cpp checks two runs are
@@ -52,7 +56,8 @@ class AggregateTorch final : public Variant {
       : device_(context.device),
         legacy_(context.has(ef::kLegacyXyGrouping)),
         masks_(context.has(ef::kMaskCollection)),
-        segment_softmax_(context.has(ef::kSegmentSoftmax)) {}
+        segment_softmax_(context.has(ef::kSegmentSoftmax)),
+        no_compaction_(context.has(ef::kNoCompaction)) {}
 
   std::optional<CannotRun> support() const override { return cannot_run_on(device_); }
 
@@ -73,7 +78,8 @@ class AggregateTorch final : public Variant {
   void poison_outputs() override { out_ = torch::full_like(out_, std::numeric_limits<float>::quiet_NaN()); }
 
   void run() override {
-    if (segment_softmax_) out_ = segment_softmax_aggregate();
+    if (no_compaction_) out_ = spare_cell_aggregate();
+    else if (segment_softmax_) out_ = segment_softmax_aggregate();
     else if (masks_) out_ = masked_collection_aggregate();
     else out_ = loop_aggregate();
   }
@@ -133,16 +139,20 @@ class AggregateTorch final : public Variant {
     });
   }
 
-  /// The completed flows' indices and output cells b H W + s, by masks over all flows.
-  std::pair<torch::Tensor, torch::Tensor> completed_flows_and_cells() const {
-    const torch::Tensor completed = torch::nonzero(active_.logical_not() & projected_).squeeze(1);
-    const torch::Tensor position = position_.index_select(0, completed);
+  /// The output cells b H W + s of flows at `position` [n, 3] in batches `batch` [n].
+  torch::Tensor output_cells(const torch::Tensor& position, const torch::Tensor& batch) const {
     const auto index = [](const torch::Tensor& normalised, int extent) {
       return ((normalised + 1) * 0.5 * (extent - 1)).round().clamp(0, extent - 1).to(torch::kLong);
     };
     const torch::Tensor s = index(position.select(1, 1), lattice_.height) * lattice_.width +
                             index(position.select(1, 0), lattice_.width);
-    return {completed, batch_.index_select(0, completed) * lattice_.plane() + s};
+    return batch * lattice_.plane() + s;
+  }
+
+  /// The completed flows' indices and output cells, by masks over all flows.
+  std::pair<torch::Tensor, torch::Tensor> completed_flows_and_cells() const {
+    const torch::Tensor completed = torch::nonzero(active_.logical_not() & projected_).squeeze(1);
+    return {completed, output_cells(position_.index_select(0, completed), batch_.index_select(0, completed))};
   }
 
   // mask_collection: vectorized collection, the grouping and per-group softmax as before.
@@ -184,15 +194,28 @@ class AggregateTorch final : public Variant {
     return zeros.index_add(0, cells, weights * energy).view({lattice_.batch, lattice_.plane()});
   }
 
+  // no_compaction: every flow in place, those not completed into the spare cell B H W.
+  torch::Tensor spare_cell_aggregate() const {
+    const torch::Tensor completed = active_.logical_not() & projected_;
+    const torch::Tensor cells = torch::where(completed, output_cells(position_, batch_), torch::full_like(batch_, lattice_.cells()));
+    const torch::Tensor omega = energy_.abs() * (1.0 / (1.0 + distance_to_surface(position_.select(1, 2)))) *
+                                (1.0 + steps_.to(energy_.scalar_type()) * ref::kStepsWeight);
+    const torch::Tensor zeros = torch::zeros({lattice_.cells() + 1}, energy_.options());
+    const torch::Tensor group_max = zeros.scatter_reduce(0, cells, omega, "amax", /*include_self=*/false);
+    const torch::Tensor e = (omega - group_max.index_select(0, cells)).exp();
+    const torch::Tensor group_sum = zeros.index_add(0, cells, e), weighted = zeros.index_add(0, cells, e * energy_);
+    return (weighted / (group_sum + ref::kSoftmaxSumEpsilon)).slice(0, 0, lattice_.cells()).view({lattice_.batch, lattice_.plane()});
+  }
+
   std::string device_;
-  bool legacy_, masks_, segment_softmax_;
+  bool legacy_, masks_, segment_softmax_, no_compaction_;
   ref::Lattice lattice_;
   torch::Tensor batch_, steps_, active_, projected_, position_, energy_, out_;
   std::vector<FlowObject> objects_;
 };
 
 const VariantRegistration registration{
-    ef::kWorkload, "torch", {ef::kBaseline, ef::kMaskCollection, ef::kSegmentSoftmax, ef::kLegacyXyGrouping},
+    ef::kWorkload, "torch", {ef::kBaseline, ef::kMaskCollection, ef::kSegmentSoftmax, ef::kNoCompaction, ef::kLegacyXyGrouping},
     [](const VariantContext& context) { return std::make_unique<AggregateTorch>(context); }};
 
 }  // namespace

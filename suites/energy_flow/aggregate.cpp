@@ -125,7 +125,10 @@ class Aggregate final : public Workload {
          "one segment softmax over all groups (max, exp, sum + 1e-12, by scatter or by a sort) "
          "and one index_add; no host read. Seed: 60-80% less time aggregating",
          true, 2.5, 5.0},
-        {3, kLegacyXyGrouping,
+        {3, kNoCompaction,
+         "beyond the seed: no compaction (nonzero makes a GPU wait for the count): flows not "
+         "completed go to a spare cell, dropped at the end; each cell's sum divided once"},
+        {4, kLegacyXyGrouping,
          "the original loop version as it was, bug included (baseline's loops with the bug's key): "
          "expected to be CAUGHT by the check, never timed (legacy_bug below)"},
     };

@@ -30,6 +30,7 @@ inline const std::string kAggregated = "aggregated_energy";  // float32 [B, H * 
 inline constexpr const char* kBaseline = "baseline";                 // per-flow loop, hash map, per-group softmax
 inline constexpr const char* kMaskCollection = "mask_collection";    // completed flows and keys by masks
 inline constexpr const char* kSegmentSoftmax = "segment_softmax";    // one segment softmax, one index_add
+inline constexpr const char* kNoCompaction = "no_compaction";        // beyond the seed: no nonzero, a spare cell
 // Not an optimization: the original's bug, declared as such (PhaseInfo::known_bug), must be CAUGHT.
 inline constexpr const char* kLegacyXyGrouping = "legacy_xy_grouping";
 
