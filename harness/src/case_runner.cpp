@@ -68,6 +68,7 @@ namespace {
 void judge_outputs(LiveCase& live, const Problem& problem) {
   live.check = check_outputs(live.variant->outputs(), problem.reference,
                              live.spec.workload->outputs_for(live.spec.phase, live.spec.size));
+  if (!live.spec.known_bug.empty()) live.check = judge_known_bug(std::move(live.check), live.spec.known_bug);
   live.status = live.check.status;
   live.reason = live.check.reason;
 }

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "phasebench/errors.hpp"
+#include "phasebench/known_bugs.hpp"
 #include "phasebench/runner.hpp"
 
 namespace pb {
@@ -113,8 +114,10 @@ std::vector<Case> plan_cases(const Selection& selection, SizeClass size) {
       for (const PhaseInfo& info : rungs_of(*workload, ladder, *backend, device.name)) {
         Case c{workload, backend, &ladder, device.name, device.unavailable_reason,
                info.index, info.name, info.exact, size, {}, std::nullopt};
+        c.known_bug = known_bug(workload->full_name(), info.name);
         if (ladder.backend != kReferenceBackend) {
-          c.plan = derive_phase_plan(workload->phases(), info.index, backend->capabilities(device.name));
+          c.plan = without_known_bugs(
+              *workload, info.index, derive_phase_plan(workload->phases(), info.index, backend->capabilities(device.name)));
           c.capability_gap = capability_gap(info, *backend, device.name);
         }
         if (auto reason = workload->size_unsupported_reason(size))

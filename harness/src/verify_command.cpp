@@ -70,14 +70,16 @@ void print_line(const VerifyLine& line) {
 }
 
 int print_summary(const std::vector<VerifyLine>& lines) {
-  int passed = 0, failed = 0, skipped = 0;
+  int passed = 0, failed = 0, caught = 0, skipped = 0;
   for (const VerifyLine& line : lines) {
     if (line.status == Status::Ok) ++passed;
     else if (is_failure(line.status)) ++failed;
+    else if (line.status == Status::Caught) ++caught;
     else ++skipped;
   }
-  std::cout << "\nverify: " << passed << " passed, " << failed << " failed, " << skipped
-            << " skipped or unsupported\n";
+  std::cout << "\nverify: " << passed << " passed, " << failed << " failed, ";
+  if (caught) std::cout << caught << " caught (known bugs reproduced on purpose, found by the check), ";
+  std::cout << skipped << " skipped or unsupported\n";
   for (const VerifyLine& line : lines)
     if (is_failure(line.status))
       std::cout << "  " << line.status << " " << line.row_name << " seed " << line.seed << ": " << line.detail << "\n";

@@ -43,6 +43,7 @@ struct Case {
   SizeClass size = SizeClass::Default;
   PhasePlan plan;                           // the optimizations in effect, from the catalog
   std::optional<CannotRun> capability_gap;  // set when the device lacks what the phase needs
+  std::string known_bug;                    // the catalog's PhaseInfo::known_bug: its check must disagree
 
   /// "suite/workload/backend/phase": what --filter matches and failures print.
   std::string id() const;

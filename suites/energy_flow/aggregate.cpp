@@ -1,0 +1,168 @@
+// energy_flow/aggregate: definition (sizes, inputs, outputs, tolerances, phases and seed 004's
+// claims). Reference: reference/energy_flow/aggregate.hpp. Variants:
+// optimized/energy_flow/aggregate-<backend>.*
+//
+// Inputs. The output is zero in every cell no completed flow reaches, and the check refuses a
+// reference more than 30% zero (MISTRUSTED), so the flows are placed rather than scattered: a
+// seeded permutation of the B H W cells gives 80% of them one completed flow each (20% stay
+// empty, so an "empty cell is 0" is checked at every size); the other completed flows go to
+// random covered cells (groups of several flows, and at every size some groups of one); an
+// eighth of the flows are not completed (active, unprojected or both) and land anywhere, so a
+// variant that ignores the flags writes into empty cells. Since 80% of the cells is more than
+// one batch element's H W, flows of several batch elements share an (x, y) cell at every size and
+// seed (pigeonhole), which is what makes legacy_xy_grouping's bug visible. Finally the flow order
+// is shuffled, so no variant may rely on flows arriving grouped.
+
+#include "suites/energy_flow/aggregate.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "phasebench/known_bugs.hpp"
+#include "phasebench/rng.hpp"
+
+namespace pb::suites::energy_flow {
+namespace {
+
+constexpr double kCoveredShare = 0.8;  // of the B H W cells, each given one completed flow
+constexpr int64_t kNotCompletedEvery = 8;  // one flow in 8 is not completed
+constexpr int kMaxSteps = 30;
+
+struct FlowDraft {
+  int64_t cell = 0;  // b H W + iy W + ix
+  bool active = false, projected = true;
+};
+
+uint64_t below(SeededGenerator& random, uint64_t bound) { return random.next_bits() % bound; }
+
+template <typename T>
+void shuffle(std::vector<T>& items, SeededGenerator& random) {
+  for (size_t i = items.size(); i > 1; --i) std::swap(items[i - 1], items[below(random, i)]);
+}
+
+/// Where each flow lands and whether it is completed (the top of this file).
+std::vector<FlowDraft> place_flows(const ref::Lattice& lattice, SeededGenerator& random) {
+  std::vector<int64_t> cells(lattice.cells());
+  std::iota(cells.begin(), cells.end(), 0);
+  shuffle(cells, random);
+  const int64_t not_completed = std::max<int64_t>(3, lattice.flows / kNotCompletedEvery);
+  const int64_t completed = lattice.flows - not_completed;
+  const int64_t covered = std::min<int64_t>(static_cast<int64_t>(kCoveredShare * lattice.cells()), completed - 3);
+  std::vector<FlowDraft> drafts;
+  for (int64_t i = 0; i < covered; ++i) drafts.push_back({cells[i]});
+  for (int64_t i = covered; i < completed; ++i) drafts.push_back({cells[below(random, covered)]});
+  for (int64_t i = 0; i < not_completed; ++i) {  // active and projected, inactive unprojected, active unprojected
+    const int64_t kind = i % 3;
+    drafts.push_back({static_cast<int64_t>(below(random, lattice.cells())), kind != 1, kind == 0});
+  }
+  shuffle(drafts, random);
+  return drafts;
+}
+
+class Aggregate final : public Workload {
+ public:
+  std::string suite() const override { return "energy_flow"; }
+  std::string name() const override { return "aggregate"; }
+  std::string description() const override {
+    return "completed energy flows grouped by (batch, surface cell), softmax of |E|/(1+dist)(1+0.1 steps) "
+           "per group, energy-weighted sum into out[B, H*W]";
+  }
+
+  std::string shape(SizeClass size) const override {
+    const ref::Lattice l = lattice(size);
+    return std::to_string(l.width) + "x" + std::to_string(l.height) + "x" + std::to_string(l.depth) +
+           " B=" + std::to_string(l.batch) + " F=" + std::to_string(l.flows);
+  }
+
+  ArrayMap make_inputs(SizeClass size, uint64_t seed) const override {
+    const ref::Lattice l = lattice(size);
+    SeededGenerator random(seed, "energy_flow/aggregate/flows");
+    const std::vector<FlowDraft> drafts = place_flows(l, random);
+    HostArray batch = HostArray::zeros({l.flows}, ElementType::Int64), steps = batch, active = batch,
+              projected = batch;
+    HostArray position = HostArray::zeros({l.flows, 3});
+    HostArray energy = uniform_array(seed, "energy_flow/aggregate/energy", {l.flows}, -2, 2);
+    for (int64_t f = 0; f < l.flows; ++f) {
+      const FlowDraft& d = drafts[f];
+      const int64_t s = d.cell % l.plane(), ix = s % l.width, iy = s / l.width;
+      const int64_t iz = static_cast<int64_t>(below(random, l.depth));
+      batch.values[f] = static_cast<double>(d.cell / l.plane());
+      position.values[3 * f] = round_to(ElementType::Float32, 2.0 * ix / (l.width - 1) - 1);
+      position.values[3 * f + 1] = round_to(ElementType::Float32, 2.0 * iy / (l.height - 1) - 1);
+      position.values[3 * f + 2] = round_to(ElementType::Float32, 2.0 * iz / l.depth - 1);
+      steps.values[f] = static_cast<double>(below(random, kMaxSteps + 1));
+      active.values[f] = d.active;
+      projected.values[f] = d.projected;
+    }
+    return {{kBatch, std::move(batch)},   {kPosition, std::move(position)}, {kEnergy, std::move(energy)},
+            {kSteps, std::move(steps)},   {kActive, std::move(active)},     {kProjected, std::move(projected)}};
+  }
+
+  ArrayMap reference_fp64(const ArrayMap& inputs) const override {
+    const ref::Lattice l = lattice_of(inputs);
+    HostArray out = HostArray::zeros({l.batch, l.plane()}, ElementType::Float64);
+    out.values = ref::aggregate(load_flows<double>(inputs), l);
+    return {{kAggregated, std::move(out)}};
+  }
+
+  std::vector<OutputSpec> outputs() const override {
+    return {{kAggregated, 1e-5,
+             "each value is a softmax-weighted mean of its group's energies (about 4 flows at the "
+             "default size, at most a few dozen): fp32 exp, a sum of positive weights and one "
+             "division, a few ulp (~1e-7) whatever the summation order; 1e-5 is the fp32 default"}};
+  }
+
+  std::vector<PhaseInfo> phases() const override {
+    return {
+        {0, kBaseline,
+         "the loop version: completed flows collected one by one (a host read of each flow's "
+         "position), grouped in a hash map by (b, s), each group's tensors stacked and softmaxed"},
+        {1, kMaskCollection,
+         "completed flows and their keys from masks (one compaction, one host read of the keys); "
+         "grouping and per-group softmax as before. Seed: 50-70% less time collecting flows",
+         true, 2.0, 1 / 0.3},
+        {2, kSegmentSoftmax,
+         "one segment softmax over all groups (max, exp, sum + 1e-12, by scatter or by a sort) "
+         "and one index_add; no host read. Seed: 60-80% less time aggregating",
+         true, 2.5, 5.0},
+        {3, kNoCompaction,
+         "beyond the seed: no compaction (nonzero makes a GPU wait for the count): flows not "
+         "completed go to a spare cell, dropped at the end; each cell's sum divided once"},
+        {4, kLegacyXyGrouping,
+         "the original loop version as it was, bug included (baseline's loops with the bug's key): "
+         "expected to be CAUGHT by the check, never timed (legacy_bug below)"},
+    };
+  }
+
+  // Compulsory work of one iteration (README "Declared work"). A flop is one add, subtract,
+  // multiply, divide, round, clamp, compare, abs, min or exp. Per flow: the completed test (2);
+  // per completed flow: the key (x and y: +1, * 0.5, * (W-1), round, two clamps = 6 each; s and
+  // b H W + s: 3), omega (z + 1, z - 1, two abs, min, 1 +, 1 /, |E|, * , 0.1 steps, 1 +, * : 12),
+  // the group's max (1), exp(omega - max) (2), its sum (1), w E and its sum (2), one division per
+  // flow's weight (1): 35. Bytes, fp32 with int64 batch and steps and one byte per flag: read
+  // 8 + 12 + 4 + 8 + 2 = 34 bytes per flow, write 4 per output cell.
+  // Default (50,000 flows, 43,750 completed, 12,544 cells): 1.63 MFLOP, 1.75 MB.
+  WorkEstimate work(SizeClass size) const override {
+    const ref::Lattice l = lattice(size);
+    const double flows = static_cast<double>(l.flows);
+    const double completed = flows - std::max<double>(3, l.flows / kNotCompletedEvery);
+    return {2 * flows + 35 * completed, 34 * flows + 4.0 * l.cells()};
+  }
+
+  // fp64 check: the inputs (8 values per flow), the fp64 flows and their groups (~10 per flow),
+  // the reference and the variant's output.
+  double memory_bytes(SizeClass size) const override {
+    const ref::Lattice l = lattice(size);
+    return 8.0 * 18 * l.flows + 8.0 * 2 * l.cells();
+  }
+};
+
+const WorkloadRegistration registration{std::make_shared<Aggregate>()};
+const KnownBugRegistration legacy_bug{
+    kWorkload, kLegacyXyGrouping,
+    "legacy_xy_grouping (the original energy_lattice.py loop): groups keyed by the (x, y) cell alone, so "
+    "flows of different batch elements in one cell are softmaxed together and written to the first "
+    "flow's batch"};
+
+}  // namespace
+}  // namespace pb::suites::energy_flow
