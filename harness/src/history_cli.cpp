@@ -49,6 +49,15 @@ void print_series(const history::Series& series, bool ratio) {
 
 }  // namespace
 
+void history::add_metric_option(CLI::App& command, TrendOptions& options) {
+  command
+      .add_option_function<std::string>(
+          "--metric", [&options](const std::string& metric) { options.cpu_time = metric == "cpu"; },
+          "wall (default) or cpu: each run's median CPU time, which other work on a busy machine disturbs "
+          "least (not for GPU rows)")
+      ->check(CLI::IsMember({"wall", "cpu"}));
+}
+
 struct HistoryCommands::Parsed {
   CLI::App* history = nullptr;
   std::string database = default_database();
@@ -160,6 +169,7 @@ HistoryCommands::HistoryCommands(CLI::App& app) : parsed_(std::make_unique<Parse
   p.trend->add_option("--min-step", p.trend_options.steps.min_relative_size,
                       "smallest relative step reported (default 0.02)")
       ->check(CLI::Range(0.0, 10.0));
+  add_metric_option(*p.trend, p.trend_options);
   p.trend->add_flag("--all", p.all_series, "print every series, not only those with steps");
 
   p.export_run = p.history->add_subcommand("export", "write a stored run back out as an ordinary run directory");

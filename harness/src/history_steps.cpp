@@ -7,7 +7,8 @@
 namespace pb::history {
 namespace {
 
-constexpr double kMadToSigma = 1.4826;  // a normal's sigma over its median absolute deviation
+// A normal's sigma over the upper quartile of its absolute values (0.6745 would be the median's).
+constexpr double kUpperQuartileToSigma = 1 / 1.1503;
 
 // cost[i][j - i - 1]: sum of |v - median| over values[i, j): the L1 cost of one level there.
 std::vector<std::vector<double>> level_costs(const std::vector<double>& values) {
@@ -49,8 +50,10 @@ double noise_scale(const std::vector<double>& log_values) {
   std::vector<double> differences;
   for (size_t i = 1; i < log_values.size(); ++i) differences.push_back(std::fabs(log_values[i] - log_values[i - 1]));
   if (differences.empty()) return 1e-3;
-  // A difference of two independent points has sigma * sqrt(2).
-  return std::max(1e-3, kMadToSigma * stats::median(differences) / std::sqrt(2.0));
+  // A difference of two independent points has sigma * sqrt(2). The upper quartile rather than the
+  // median: timers that tick coarsely make many neighbours equal, and the median difference is then
+  // 0 while the series is anything but quiet.
+  return std::max(1e-3, kUpperQuartileToSigma * stats::quantile(differences, 0.75) / std::sqrt(2.0));
 }
 
 std::vector<size_t> potts_levels(const std::vector<double>& values, double gamma) {

@@ -15,9 +15,9 @@ namespace pb::history {
 
 struct StepOptions {
   // gamma = penalty_scale * noise * ln(n), noise the series' robust noise estimate (log units).
-  // 4.0 keeps flat series of real repeated timings of this machine at <= 1% false steps
-  // (tests/history_steps_test.cpp measures it; docs/history.md quotes the figures).
-  double penalty_scale = 4.0;
+  // 8 keeps flat series made of real repetitions of the loaded development machine at <= 1% false
+  // steps in CPU time (4 gave 4%); tests/history_steps_test.cpp measures it, docs/history.md quotes it.
+  double penalty_scale = 8.0;
   // Levels closer than this (relative) are not reported as a step: below it a change is not worth
   // a person's time, whatever its significance.
   double min_relative_size = 0.02;
@@ -31,8 +31,9 @@ struct Step {
   stats::Interval interval;   // 95% bootstrap interval of relative_size (the two levels' points resampled)
 };
 
-/// Robust noise of `log_values` (one standard deviation): the median absolute difference of
-/// neighbours, scaled to a normal's sigma. Steps and outliers move it little. Never below 1e-3.
+/// Robust noise of `log_values` (one standard deviation): the upper quartile of the absolute
+/// differences of neighbours, scaled to a normal's sigma. A few steps and outliers move it little.
+/// Never below 1e-3.
 double noise_scale(const std::vector<double>& log_values);
 
 /// The starts of the levels of the L1 Potts fit of `values` with penalty `gamma` per level: always

@@ -10,6 +10,7 @@
 
 #include "phasebench/errors.hpp"
 #include "phasebench/files.hpp"
+#include "phasebench/stats.hpp"
 #include "results_model.hpp"
 
 namespace pb::history {
@@ -42,10 +43,11 @@ const std::vector<Migration>& migrations() {
         "workload TEXT NOT NULL, size TEXT NOT NULL, backend TEXT NOT NULL, device TEXT NOT NULL, "
         "phase TEXT NOT NULL, rep BIGINT NOT NULL, ms DOUBLE PRECISION NOT NULL, cpu_ms DOUBLE PRECISION, "
         "PRIMARY KEY (run_id, suite, workload, size, backend, device, phase, rep))"}},
-      // 2: the CI context a run was added from, and an index for the per-row series.
+      // 2: the CI context a run was added from, each row's median CPU time (what a busy machine
+      // disturbs least: docs/regression-gate.md), and an index for the per-row series.
       {2,
        {"ALTER TABLE runs ADD COLUMN branch TEXT", "ALTER TABLE runs ADD COLUMN pull_request TEXT",
-        "ALTER TABLE runs ADD COLUMN ci_job_url TEXT",
+        "ALTER TABLE runs ADD COLUMN ci_job_url TEXT", "ALTER TABLE results ADD COLUMN cpu_median_ms DOUBLE PRECISION",
         "CREATE INDEX results_by_series ON results (suite, workload, size, backend, device, phase)"}},
   };
   return all;
@@ -159,14 +161,24 @@ void insert_run(SqlConnection& db, const StoredRun& run, const std::string& hash
               text_or_null(ci.branch), text_or_null(ci.pull_request), text_or_null(ci.job_url)});
 }
 
+// The median of a row's recorded CPU times; NaN when it has none (a run from before they were kept).
+double cpu_median_ms(const results::RunData& data, const ResultRow& row) {
+  const auto found = data.cpu_samples.find(results::row_key(row));
+  if (found == data.cpu_samples.end()) return NAN;
+  std::vector<double> recorded;
+  for (const double ms : found->second)
+    if (std::isfinite(ms)) recorded.push_back(ms);
+  return recorded.empty() ? NAN : stats::median(recorded);
+}
+
 void insert_rows(SqlConnection& db, const std::string& run_id, const results::RunData& data) {
   for (const ResultRow& row : data.rows)
     db.execute("INSERT INTO results (run_id, suite, workload, size, backend, device, phase_index, phase, status, "
-               "reason, reps, median_ms, ci_low_ms, ci_high_ms) "
-               "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+               "reason, reps, median_ms, ci_low_ms, ci_high_ms, cpu_median_ms) "
+               "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
                {run_id, row.suite, row.workload, row.size, row.backend, row.device, std::to_string(row.phase_index),
                 row.phase, std::string(to_string(row.status)), text_or_null(row.reason), std::to_string(row.reps),
-                number(row.median_ms), number(row.ci_low_ms), number(row.ci_high_ms)});
+                number(row.median_ms), number(row.ci_low_ms), number(row.ci_high_ms), number(cpu_median_ms(data, row))});
   for (const SampleRow& sample : data.sample_rows)
     db.execute("INSERT INTO samples (run_id, suite, workload, size, backend, device, phase, rep, ms, cpu_ms) "
                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
@@ -273,7 +285,7 @@ void HistoryStore::export_run(const std::string& run_id, const std::filesystem::
 std::vector<TrendRow> HistoryStore::trend_rows(const std::string& fingerprint, const std::string& branch) {
   const auto rows = connection_->execute(
       "SELECT r.suite, r.workload, r.size, r.backend, r.device, r.phase, r.phase_index, u.fingerprint, u.run_id, "
-      "u.git_commit, u.started_at, u.branch, r.median_ms FROM results r JOIN runs u ON u.run_id = r.run_id "
+      "u.git_commit, u.started_at, u.branch, r.median_ms, r.cpu_median_ms FROM results r JOIN runs u ON u.run_id = r.run_id "
       "WHERE r.status = 'OK' AND r.median_ms IS NOT NULL AND u.complete = 1 AND u.failed_rows = 0 "
       "AND ($1 = '' OR u.fingerprint = $1) AND ($2 = '' OR u.branch = $2) ORDER BY u.started_at, u.run_id",
       {fingerprint, branch});
@@ -281,7 +293,7 @@ std::vector<TrendRow> HistoryStore::trend_rows(const std::string& fingerprint, c
   for (const SqlRow& row : rows)
     trend.push_back({text_of(row[0]), text_of(row[1]), text_of(row[2]), text_of(row[3]), text_of(row[4]),
                      text_of(row[5]), std::atoi(text_of(row[6]).c_str()), text_of(row[7]), text_of(row[8]),
-                     text_of(row[9]), text_of(row[10]), text_of(row[11]), number_of(row[12])});
+                     text_of(row[9]), text_of(row[10]), text_of(row[11]), number_of(row[12]), number_of(row[13])});
   return trend;
 }
 

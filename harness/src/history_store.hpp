@@ -44,6 +44,7 @@ struct TrendRow {
   int phase_index = 0;
   std::string fingerprint, run_id, git_commit, started_at, branch;
   double median_ms = 0;
+  double cpu_median_ms = 0;  // NaN when the run recorded no CPU time
 };
 
 class HistoryStore {

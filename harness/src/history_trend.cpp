@@ -1,5 +1,6 @@
 #include "history_trend.hpp"
 
+#include <cmath>
 #include <map>
 #include <regex>
 
@@ -11,6 +12,10 @@ namespace {
 
 std::string workload_key(const TrendRow& row) {
   return row.run_id + "/" + row.suite + "/" + row.workload + "/" + row.size;
+}
+
+double value_of(const TrendRow& row, const TrendOptions& options) {
+  return options.cpu_time ? row.cpu_median_ms : row.median_ms;
 }
 
 std::regex trend_filter(const std::string& filter) {
@@ -46,14 +51,16 @@ std::vector<Series> build_trends(const std::vector<TrendRow>& rows, const TrendO
   const std::regex filter = trend_filter(options.filter);
   std::map<std::string, double> reference_ms;  // by workload_key
   for (const TrendRow& row : rows)
-    if (row.backend == kReferenceBackend) reference_ms[workload_key(row)] = row.median_ms;
+    if (row.backend == kReferenceBackend) reference_ms[workload_key(row)] = value_of(row, options);
 
   std::map<std::string, Series> by_key;
   for (const TrendRow& row : rows) {
-    double value = row.median_ms;
+    double value = value_of(row, options);
+    if (!std::isfinite(value) || value <= 0) continue;
     if (options.ratio) {
       const auto reference = reference_ms.find(workload_key(row));
       if (row.backend == kReferenceBackend || reference == reference_ms.end()) continue;
+      if (!std::isfinite(reference->second) || reference->second <= 0) continue;
       value /= reference->second;
     }
     Series shape{row.suite, row.workload, row.size, row.backend, row.device, row.phase, row.phase_index,

@@ -9,11 +9,15 @@
 #include "history_steps.hpp"
 #include "history_store.hpp"
 
+namespace CLI {
+class App;
+}
+
 namespace pb::history {
 
 struct SeriesPoint {
   std::string run_id, git_commit, started_at, branch;
-  double value = 0;  // median ms, or the ratio to the reference in ratio mode
+  double value = 0;  // median ms (wall or CPU), or the ratio to the reference in ratio mode
 };
 
 struct TrendStep {
@@ -37,10 +41,14 @@ struct Series {
 
 struct TrendOptions {
   bool ratio = false;      // each row over its workload's serial reference in the same run
+  bool cpu_time = false;   // the median CPU time of each row instead of its wall time (rows without one left out)
   std::string filter;      // regex searched in filter_id(); "" for all
   size_t last = 250;       // only the newest points of each series (the fit is O(n^3))
   StepOptions steps;
 };
+
+/// Adds `--metric wall|cpu` (TrendOptions::cpu_time) to a command.
+void add_metric_option(CLI::App& command, TrendOptions& options);
 
 /// The series of `rows` (oldest run first), each with its steps. The reference's own series is
 /// left out in ratio mode (it would be 1 throughout). Throws InputError for a bad filter.
