@@ -181,6 +181,23 @@ TEST(HistoryCommand, AddsListsTrendsAndExports) {
   const auto out = fresh_temp_path("cli-export");
   EXPECT_EQ(run_phasebench("history " + db + " export " + run_id_at(3) + " --out " + out.string()).exit_code, 0);
   EXPECT_TRUE(std::filesystem::exists(out / "results.csv"));
+
+  // The history's report: the step marked, its commit range linked to the repository.
+  const auto html = fresh_temp_path("history") += ".html";
+  const ProcessResult report = run_phasebench("report --history " + db.substr(5) + " --filter kokkos/fused --out " +
+                                              html.string() + " --commit-url https://example.org/r");
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  const std::string page = read_text(html);
+  EXPECT_NE(page.find("class=\"step-mark\""), std::string::npos);
+  EXPECT_NE(page.find("https://example.org/r/compare/c0ffee100500...c0ffee100600"), std::string::npos);
+
+  // The gate's base: the newest runs of the machine, pooled.
+  const auto window = fresh_temp_path("window");
+  const ProcessResult pooled = run_phasebench("history " + db + " window --fingerprint f00dcafe0001 --window 3 --out " +
+                                              window.string());
+  ASSERT_EQ(pooled.exit_code, 0) << pooled.output;
+  EXPECT_NE(pooled.output.find(run_id_at(9) + " to " + run_id_at(11)), std::string::npos) << pooled.output;
+  EXPECT_EQ(results::load_run((window / "pooled").string()).rows.size(), 4u);
 }
 
 TEST(HistoryCommand, BadInputExitsWithTwoAndSaysWhy) {
