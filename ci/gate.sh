@@ -27,6 +27,10 @@
 #   PHASEBENCH_GATE_SUMMARY       Markdown summary to write (default <that directory>/summary.md)
 #   PHASEBENCH_BASELINE           a baseline directory to use instead of the automatic choice
 #   PHASEBENCH_BASELINES_DIR      where baselines live (default results/baselines)
+#   PHASEBENCH_GATE_HISTORY       a results history (SQLite file or postgresql:// URL, docs/history.md):
+#                                 compare with its newest PHASEBENCH_GATE_HISTORY_WINDOW (default 5)
+#                                 runs of this machine on PHASEBENCH_GATE_HISTORY_BRANCH (default main),
+#                                 pooled, instead of a committed baseline
 #   PHASEBENCH_GATE_BUSY_LOAD     1-minute load average above which the summary warns that timing
 #                                 verdicts are unreliable (default: the number of cores)
 #   PHASEBENCH_GATE_BASE_REF      a git commit to compare with instead of a baseline: it is checked
@@ -149,6 +153,13 @@ baseline=""
 if [ "$mode_arg" != --record ] && [ -z "$interleaved" ]; then
   if [ -n "${PHASEBENCH_BASELINE:-}" ]; then
     baseline=$PHASEBENCH_BASELINE
+  elif [ -n "${PHASEBENCH_GATE_HISTORY:-}" ]; then
+    mkdir -p "$out"
+    history_note=$("$pb" history --db "$PHASEBENCH_GATE_HISTORY" window --fingerprint "$fingerprint" \
+      --branch "${PHASEBENCH_GATE_HISTORY_BRANCH:-main}" --window "${PHASEBENCH_GATE_HISTORY_WINDOW:-5}" \
+      --out "$out/history-window")
+    echo "gate: $history_note"
+    baseline=$out/history-window/pooled
   elif [ -d "$baselines/$fingerprint" ]; then
     baseline=$baselines/$fingerprint
   else
@@ -228,6 +239,7 @@ compare_status=0
 "$pb" compare "$compared_base" "$compared_new" --mode "$mode" $compare_args $allow_incomplete --markdown "$summary" ||
   compare_status=$?
 if [ -n "$fallback" ] && [ -f "$summary" ]; then printf '\n%s\n' "$fallback" >> "$summary"; fi
+if [ -n "${history_note:-}" ] && [ -f "$summary" ]; then printf '\n**Base:** %s\n' "$history_note" >> "$summary"; fi
 if [ -n "$busy" ]; then
   echo "gate: $busy" >&2
   if [ -f "$summary" ]; then printf '\n%s\n' "$busy" >> "$summary"; fi

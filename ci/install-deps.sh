@@ -11,6 +11,7 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev                 # oneDNN (its CMake config needs OpenCL headers)
   libtrilinos-kokkos-dev                         # Kokkos
   libfftw3-dev                                   # FFTW (lior_memory_conv's FFT phase; optional)
+  libsqlite3-dev libpq-dev postgresql            # results history: SQLite file, PostgreSQL (server for tests)
   python3 python3-numpy                          # the dump round-trip test loads .npy with numpy
   libbenchmark-tools python3-scipy               # Google Benchmark's compare.py, run on benchmark.json
   chromium                                       # the report test opens report.html headless

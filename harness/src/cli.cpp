@@ -9,6 +9,7 @@
 
 #include "commands.hpp"
 #include "compare_cli.hpp"
+#include "history_cli.hpp"
 #include "phasebench/errors.hpp"
 #include "report_cli.hpp"
 #include "run_command.hpp"
@@ -136,6 +137,7 @@ int run_cli(int argc, char** argv) {
 
   RegressionCommands regression_commands(app);  // compare, merge, baseline
   ReportCommand report_command(app);
+  HistoryCommands history_commands(app);
 
   if (argc > 1 && argv[1][0] != '-' && !is_command(app, argv[1])) {
     std::cerr << "phasebench: error: unknown command '" << argv[1]
@@ -168,6 +170,7 @@ int run_cli(int argc, char** argv) {
     }
     if (const auto code = regression_commands.run_chosen()) return *code;
     if (const auto code = report_command.run_chosen()) return *code;
+    if (const auto code = history_commands.run_chosen()) return *code;
   } catch (const InputError& error) {
     std::cerr << "phasebench: error: " << error.what() << "\n";
     return 2;

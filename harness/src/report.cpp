@@ -79,6 +79,7 @@ svg .lollipop.dashed { stroke-dasharray: 5 3; }
 svg .series.thin { stroke-width: 1.2; }
 svg .budget { fill: none; stroke-width: 1; stroke-dasharray: 1 3; }
 svg .step-point { opacity: 0.8; }
+svg .step-mark { stroke-width: 1.5; stroke-dasharray: 3 2; }
 .banner { margin: 10px 0 0; padding: 8px 12px; border: 1px solid #b7791f; border-radius: 8px; background: #fdf1dc;
           color: #7a4a00; font-weight: 600; }
 )css";
@@ -110,14 +111,11 @@ std::string render(const std::vector<Run>& runs) {
   const Colors colors(runs);
   const std::vector<WorkloadKey> keys = workloads(runs);
   const std::string step_errors = step_errors_section(runs, colors);
-  std::string page = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-                     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-                     "<title>phasebench report</title>\n<style>" + std::string(kStyle) + "</style>\n</head>\n<body>\n";
-  page += "<header><h1>phasebench report</h1><p class=\"meta\">" + std::to_string(runs.size()) + " run" +
-          (runs.size() == 1 ? "" : "s") + ", " + std::to_string(keys.size()) + " workload" +
-          (keys.size() == 1 ? "" : "s") + "; written by phasebench " + PHASEBENCH_VERSION +
-          ". Hover over a point for its numbers.</p>" + incomplete_banners(runs) +
-          navigation(keys, !step_errors.empty()) + "</header>\n<main>\n";
+  std::string header = "<p class=\"meta\">" + std::to_string(runs.size()) + " run" + (runs.size() == 1 ? "" : "s") +
+                       ", " + std::to_string(keys.size()) + " workload" + (keys.size() == 1 ? "" : "s") +
+                       "; written by phasebench " + PHASEBENCH_VERSION + ". Hover over a point for its numbers.</p>" +
+                       incomplete_banners(runs) + navigation(keys, !step_errors.empty());
+  std::string page;
   page += runs_section(runs);
   for (const WorkloadKey& key : keys) page += workload_section(runs, key, colors);
   page += step_errors;
@@ -125,16 +123,28 @@ std::string render(const std::vector<Run>& runs) {
   page += problems_section(runs);
   page += machines_section(runs);
   page += all_rows_section(runs);
-  return page + "</main>\n</body>\n</html>\n";
+  return standalone_page("phasebench report", header, page);
 }
 
-std::vector<std::string> write_report(const std::vector<std::string>& run_paths, const std::string& out_path) {
+std::string standalone_page(const std::string& title, const std::string& header_html, const std::string& main_html) {
+  return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" + escape(title) +
+         "</title>\n<style>" + std::string(kStyle) + "</style>\n</head>\n<body>\n<header><h1>" + escape(title) +
+         "</h1>" + header_html + "</header>\n<main>\n" + main_html + "</main>\n</body>\n</html>\n";
+}
+
+void require_new_page_path(const std::string& out_path) {
   const fs::path out(out_path);
   if (fs::exists(out))
     throw InputError("--out " + out_path + " already exists; phasebench never overwrites a report: choose a new name");
   const fs::path directory = out.has_parent_path() ? out.parent_path() : fs::path(".");
   if (!fs::is_directory(directory))
     throw InputError("--out " + out_path + ": directory " + directory.string() + " does not exist");
+}
+
+std::vector<std::string> write_report(const std::vector<std::string>& run_paths, const std::string& out_path) {
+  require_new_page_path(out_path);
+  const fs::path out(out_path);
   const std::vector<Run> runs = load_runs(run_paths);
   const std::string html = render(runs);
   if (fs::exists(out))  // appeared while rendering: still never overwritten

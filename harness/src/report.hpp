@@ -16,6 +16,13 @@ namespace pb::report {
 /// give the same file.
 std::string render(const std::vector<Run>& runs);
 
+/// A whole page in the report's style: `title` as its heading, then `header_html` (markup) and
+/// `main_html`. Every page phasebench writes goes through it, so they look alike.
+std::string standalone_page(const std::string& title, const std::string& header_html, const std::string& main_html);
+
+/// Throws InputError when `out_path` exists (reports are never overwritten) or has no directory.
+void require_new_page_path(const std::string& out_path);
+
 /// Loads the runs, renders them and writes `out_path` atomically; returns notes for the user (runs
 /// whose claims are unknown, and why; incomplete runs). Throws InputError when a run cannot be read, or `out_path`
 /// exists (reports are never overwritten) or has no directory.

@@ -1,10 +1,12 @@
 #pragma once
-// `phasebench report RUN... --out report.html` on the command line. Kept apart from cli.cpp so that
-// file only wires it in.
+// `phasebench report RUN... --out report.html` (or `report --history DB`) on the command line.
+// Kept apart from cli.cpp so that file only wires it in.
 
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "history_trend.hpp"
 
 namespace CLI {
 class App;
@@ -21,9 +23,13 @@ class ReportCommand {
   std::optional<int> run_chosen();
 
  private:
+  int write_history();
+
   CLI::App* command_;
   std::vector<std::string> runs_;
   std::string out_;
+  std::string history_, commit_url_;
+  history::TrendOptions trend_options_;
 };
 
 }  // namespace pb

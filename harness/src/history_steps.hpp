@@ -1,0 +1,46 @@
+#pragma once
+// Step detection in a series of run times (docs/history.md, "Step detection"). The method is asv's
+// (airspeed velocity, `asv.step_detect`): fit the series with a piecewise-constant function that
+// minimizes the L1 distance to the points plus a penalty gamma for every level (the "Potts"
+// problem), solved exactly by dynamic programming; each change of level is a step. Our own
+// implementation, on log(time) so a step's size is relative, with gamma scaled by a robust noise
+// estimate of the series itself. Pure functions: no database, testable on synthetic series.
+
+#include <cstddef>
+#include <vector>
+
+#include "phasebench/stats.hpp"
+
+namespace pb::history {
+
+struct StepOptions {
+  // gamma = penalty_scale * noise * ln(n), noise the series' robust noise estimate (log units).
+  // 8 keeps flat series made of real repetitions of the loaded development machine at <= 1% false
+  // steps in CPU time (4 gave 4%); tests/history_steps_test.cpp measures it, docs/history.md quotes it.
+  double penalty_scale = 8.0;
+  // Levels closer than this (relative) are not reported as a step: below it a change is not worth
+  // a person's time, whatever its significance.
+  double min_relative_size = 0.02;
+};
+
+struct Step {
+  size_t index = 0;           // the first point of the new level
+  double level_before = 0;    // median of the level that ends at index - 1 (series units)
+  double level_after = 0;     // median of the level that starts at index
+  double relative_size = 0;   // level_after / level_before - 1: > 0 slower (a regression) for times
+  stats::Interval interval;   // 95% bootstrap interval of relative_size (the two levels' points resampled)
+};
+
+/// Robust noise of `log_values` (one standard deviation): the upper quartile of the absolute
+/// differences of neighbours, scaled to a normal's sigma. A few steps and outliers move it little.
+/// Never below 1e-3.
+double noise_scale(const std::vector<double>& log_values);
+
+/// The starts of the levels of the L1 Potts fit of `values` with penalty `gamma` per level: always
+/// begins with 0. O(n^3) in time: callers keep n in the hundreds.
+std::vector<size_t> potts_levels(const std::vector<double>& values, double gamma);
+
+/// The steps of `values` (positive: times, say). Needs no fewer than 3 points.
+std::vector<Step> detect_steps(const std::vector<double>& values, const StepOptions& options = {});
+
+}  // namespace pb::history

@@ -1,0 +1,214 @@
+// The results history's store (history_store.hpp) on a real SQLite file and a real PostgreSQL
+// server (a throwaway cluster, throwaway_postgres.hpp): adding, adding twice, incomplete and failed
+// runs, export back to a run directory, two processes adding at once, and the migration of a
+// database made by the first schema version (tests/data/history/v1.sql).
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "crafted_runs.hpp"
+#include "history_store.hpp"
+#include "history_trend.hpp"
+#include "results_model.hpp"
+#include "throwaway_postgres.hpp"
+
+namespace pb::testing {
+namespace {
+
+using history::HistoryStore;
+
+CraftedRun crafted_run(const std::string& run_id, double slowdown = 1.0) {
+  CraftedRun run;
+  run.run_id = run_id;
+  run.rows = ladder_rows();
+  for (CraftedRow& row : run.rows) row.median_ms *= slowdown;
+  run.extra_machine = {{"git_commit", "c0ffee" + run_id.substr(9, 6)}, {"hostname", "crafted"}};
+  run.catalog = crafted_catalog();
+  return run;
+}
+
+std::string run_id_at(int minute) {
+  char id[40];
+  std::snprintf(id, sizeof id, "20261125T10%02d00Z-crafted", minute);
+  return id;
+}
+
+// Each test gets an empty database of the kind its parameter names.
+class HistoryStoreTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "sqlite") {
+      url_ = (fresh_temp_path("history") += ".sqlite").string();
+      return;
+    }
+    ThrowawayPostgres& server = ThrowawayPostgres::shared();
+    if (!server.unavailable().empty()) GTEST_SKIP() << server.unavailable();
+    url_ = server.fresh_database_url();
+  }
+  std::string url_;
+};
+
+TEST_P(HistoryStoreTest, StoresARunAndAddingItAgainChangesNothing) {
+  HistoryStore store = HistoryStore::open(url_);
+  EXPECT_EQ(store.schema_version(), history::kSchemaVersion);
+  const auto dir = write_run("run", crafted_run(run_id_at(1)));
+  const auto first = store.add(dir.string(), {"main", "", ""});
+  EXPECT_TRUE(first.added);
+  EXPECT_EQ(first.run.run_id, run_id_at(1));
+  EXPECT_EQ(first.run.started_at, "2026-11-25T10:01:00Z");
+  EXPECT_EQ(first.run.fingerprint, "f00dcafe0001");
+  EXPECT_FALSE(store.add(dir.string(), {"main", "", ""}).added);
+  ASSERT_EQ(store.runs().size(), 1u);
+  EXPECT_EQ(store.runs()[0].branch, "main");
+  EXPECT_EQ(store.trend_rows("", "").size(), 4u);  // the four OK rows, once
+}
+
+TEST_P(HistoryStoreTest, RefusesTheSameRunIdWithOtherContent) {
+  HistoryStore store = HistoryStore::open(url_);
+  store.add(write_run("run", crafted_run(run_id_at(1))).string(), {});
+  EXPECT_THROW(store.add(write_run("other", crafted_run(run_id_at(1), 2.0)).string(), {}), InputError);
+  EXPECT_EQ(store.runs().size(), 1u);
+}
+
+TEST_P(HistoryStoreTest, ExportGivesBackTheRunDirectoryByteForByte) {
+  HistoryStore store = HistoryStore::open(url_);
+  const auto dir = write_run("run", crafted_run(run_id_at(1)));
+  store.add(dir.string(), {});
+  const auto out = fresh_temp_path("exported");
+  store.export_run(run_id_at(1), out);
+  for (const char* name : {"results.csv", "samples.csv", "machine.json", "catalog.json"})
+    EXPECT_EQ(read_text(out / name), read_text(dir / name)) << name;
+  EXPECT_THROW(store.export_run(run_id_at(1), out), InputError);  // never overwrites
+  EXPECT_THROW(store.export_run("no-such-run", fresh_temp_path("none")), InputError);
+}
+
+TEST_P(HistoryStoreTest, IncompleteAndFailedRunsAreStoredMarkedAndLeftOutOfTrends) {
+  HistoryStore store = HistoryStore::open(url_);
+  CraftedRun incomplete = crafted_run(run_id_at(1));
+  incomplete.extra_machine["complete"] = false;
+  incomplete.extra_machine["incomplete"] = {{"reason", "stopped by SIGTERM"}};
+  CraftedRun failed = crafted_run(run_id_at(2));
+  find_row(failed, "kokkos", "batched_metrics").status = Status::Fail;
+  store.add(write_run("incomplete", incomplete).string(), {});
+  store.add(write_run("failed", failed).string(), {});
+  store.add(write_run("good", crafted_run(run_id_at(3))).string(), {});
+  const auto runs = store.runs();
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_FALSE(runs[0].complete);
+  EXPECT_EQ(runs[1].failed_rows, 1);
+  EXPECT_TRUE(runs[2].trustworthy());
+  for (const history::TrendRow& row : store.trend_rows("", "")) EXPECT_EQ(row.run_id, run_id_at(3));
+}
+
+TEST_P(HistoryStoreTest, TwoProcessesAddingTwentyRunsEachAtOnceLoseNothing) {
+  std::string runs[2];
+  for (int minute = 0; minute < 40; ++minute)
+    runs[minute % 2] += " " + write_run("run", crafted_run(run_id_at(minute))).string();
+  // Both processes start together and add one run per transaction, so their writes interleave.
+  const ProcessResult both = run_command("(" + std::string(PHASEBENCH_EXECUTABLE) + " history --db '" + url_ +
+                                         "' add" + runs[0] + " > /dev/null 2>&1; echo first=$?) & (" +
+                                         PHASEBENCH_EXECUTABLE + " history --db '" + url_ + "' add" + runs[1] +
+                                         " > /dev/null 2>&1; echo second=$?) & wait");
+  EXPECT_NE(both.output.find("first=0"), std::string::npos) << both.output;
+  EXPECT_NE(both.output.find("second=0"), std::string::npos) << both.output;
+  HistoryStore store = HistoryStore::open(url_);
+  std::set<std::string> ids;
+  for (const history::StoredRun& run : store.runs()) ids.insert(run.run_id);
+  EXPECT_EQ(store.runs().size(), 40u);
+  EXPECT_EQ(ids.size(), 40u);
+  EXPECT_EQ(store.trend_rows("", "").size(), 160u);
+}
+
+TEST_P(HistoryStoreTest, RecentRunsAreTheNewestTrustworthyOnesOfTheMachineAndBranch) {
+  HistoryStore store = HistoryStore::open(url_);
+  for (int minute = 1; minute <= 5; ++minute)
+    store.add(write_run("run", crafted_run(run_id_at(minute))).string(), {minute == 5 ? "topic" : "main", "", ""});
+  EXPECT_EQ(store.recent_runs("f00dcafe0001", "main", 3),
+            (std::vector<std::string>{run_id_at(4), run_id_at(3), run_id_at(2)}));
+  EXPECT_TRUE(store.recent_runs("another-machine", "", 3).empty());
+}
+
+// A database made by the first schema version (its statements and a run as that version stored
+// it, committed in tests/data/history/v1.sql) opens migrated, its run intact.
+TEST_P(HistoryStoreTest, MigratesADatabaseMadeByTheFirstVersion) {
+  {
+    auto connection = history::open_connection(url_);
+    std::stringstream sql(read_text(std::filesystem::path(PHASEBENCH_TESTS_DIR) / "data/history/v1.sql"));
+    std::string statement;
+    while (std::getline(sql, statement, ';'))
+      if (statement.find_first_not_of(" \n") != std::string::npos) connection->execute(statement);
+  }
+  HistoryStore store = HistoryStore::open(url_);
+  EXPECT_EQ(store.schema_version(), history::kSchemaVersion);
+  const auto runs = store.runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].run_id, "20261120T090000Z-v1");
+  EXPECT_EQ(runs[0].branch, "");  // the first version kept no CI context
+  EXPECT_EQ(store.trend_rows("", "").size(), 2u);
+  const auto out = fresh_temp_path("exported-v1");
+  store.export_run("20261120T090000Z-v1", out);
+  EXPECT_EQ(results::load_run(out.string()).rows.size(), 2u);
+  // A later add goes into the migrated tables.
+  EXPECT_TRUE(store.add(write_run("run", crafted_run(run_id_at(1))).string(), {"main", "7", ""}).added);
+}
+
+TEST_P(HistoryStoreTest, RefusesADatabaseFromANewerVersion) {
+  HistoryStore::open(url_).connection().execute("INSERT INTO schema_version (version) VALUES (99)");
+  EXPECT_THROW(HistoryStore::open(url_), InputError);
+}
+
+INSTANTIATE_TEST_SUITE_P(Databases, HistoryStoreTest, ::testing::Values("sqlite", "postgresql"),
+                         [](const auto& info) { return info.param; });
+
+// ---- the command line ------------------------------------------------------------------------------
+
+TEST(HistoryCommand, AddsListsTrendsAndExports) {
+  const std::string db = "--db " + (fresh_temp_path("cli") += ".sqlite").string();
+  std::string runs;
+  for (int minute = 0; minute < 12; ++minute)
+    runs += " " + write_run("run", crafted_run(run_id_at(minute), minute < 6 ? 1.0 : 1.3)).string();
+  const ProcessResult added = run_phasebench("history " + db + " add" + runs);
+  ASSERT_EQ(added.exit_code, 0) << added.output;
+  EXPECT_NE(added.output.find("added " + run_id_at(11)), std::string::npos);
+  const ProcessResult listed = run_phasebench("history " + db + " list");
+  EXPECT_NE(listed.output.find(run_id_at(0) + "\t2026-11-25T10:00:00Z"), std::string::npos) << listed.output;
+  const ProcessResult trend = run_phasebench("history " + db + " trend --filter kokkos/fused");
+  ASSERT_EQ(trend.exit_code, 0) << trend.output;
+  EXPECT_NE(trend.output.find("at run " + run_id_at(6)), std::string::npos) << trend.output;
+  const auto out = fresh_temp_path("cli-export");
+  EXPECT_EQ(run_phasebench("history " + db + " export " + run_id_at(3) + " --out " + out.string()).exit_code, 0);
+  EXPECT_TRUE(std::filesystem::exists(out / "results.csv"));
+
+  // The history's report: the step marked, its commit range linked to the repository.
+  const auto html = fresh_temp_path("history") += ".html";
+  const ProcessResult report = run_phasebench("report --history " + db.substr(5) + " --filter kokkos/fused --out " +
+                                              html.string() + " --commit-url https://example.org/r");
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  const std::string page = read_text(html);
+  EXPECT_NE(page.find("class=\"step-mark\""), std::string::npos);
+  EXPECT_NE(page.find("https://example.org/r/compare/c0ffee100500...c0ffee100600"), std::string::npos);
+
+  // The gate's base: the newest runs of the machine, pooled.
+  const auto window = fresh_temp_path("window");
+  const ProcessResult pooled = run_phasebench("history " + db + " window --fingerprint f00dcafe0001 --window 3 --out " +
+                                              window.string());
+  ASSERT_EQ(pooled.exit_code, 0) << pooled.output;
+  EXPECT_NE(pooled.output.find(run_id_at(9) + " to " + run_id_at(11)), std::string::npos) << pooled.output;
+  EXPECT_EQ(results::load_run((window / "pooled").string()).rows.size(), 4u);
+}
+
+TEST(HistoryCommand, BadInputExitsWithTwoAndSaysWhy) {
+  const ProcessResult missing_dir = run_phasebench("history --db /no/such/dir/h.sqlite list");
+  EXPECT_EQ(missing_dir.exit_code, 2);
+  EXPECT_NE(missing_dir.output.find("/no/such/dir/h.sqlite"), std::string::npos) << missing_dir.output;
+  const std::string db = "--db " + (fresh_temp_path("bad") += ".sqlite").string();
+  EXPECT_EQ(run_phasebench("history " + db + " add /no/such/run").exit_code, 2);
+  EXPECT_EQ(run_phasebench("history " + db + " trend --filter '('").exit_code, 2);
+  EXPECT_EQ(run_phasebench("history " + db + " export nothing --out " + fresh_temp_path("x").string()).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace pb::testing
