@@ -63,7 +63,12 @@ class DynamicsStepKokkos final : public Variant {
     x_ = floats(ad::kInput, C * d_.input);
     phase_ = to_device<Phases>(ad::kPhase, require(inputs, ad::kPhase), C);
     h0_ = floats(ad::kHidden0, C * H), e0_ = floats(ad::kEnergy0, C), a0_ = floats(ad::kActivity0, C);
-    W_ = floats(ad::kWeight, H * H), b_ = floats(ad::kBias, H), s_ = floats(ad::kPhaseScale, ref::kPhases);
+    // W^T, so the drive kernel's innermost loop runs over contiguous output units (vectorizable)
+    // while each unit still sums its terms in the reference's order: b_j, then k = 0, 1, ...
+    const HostArray& weight = require(inputs, ad::kWeight);
+    W_t_ = filled_on_device<Floats>(
+        ad::kWeight, [&](int64_t i) { return static_cast<float>(weight.values.at((i % H) * H + i / H)); }, H * H);
+    b_ = floats(ad::kBias, H), s_ = floats(ad::kPhaseScale, ref::kPhases);
     w_e_ = floats(ad::kEnergyWeight, H), w_a_ = floats(ad::kActivityWeight, 2);
     b_e_ = static_cast<float>(require(inputs, ad::kEnergyBias).values.at(0));
     b_a_ = static_cast<float>(require(inputs, ad::kActivityBias).values.at(0));
@@ -140,23 +145,27 @@ class DynamicsStepKokkos final : public Variant {
   // h = tanh(h + m ((W h + b)(1 + s[p]) + 0.1 u)), the phase scaling nested.
   void hidden_update() const {
     Region region(ad::kHiddenRegion);
-    const Floats h = h_, x = x_, W = W_, b = b_, drive = drive_, input = input_, mask = mask_;
+    const Floats h = h_, x = x_, W_t = W_t_, b = b_, drive = drive_, input = input_, mask = mask_;
     const Floats t1 = wide1_, t2 = wide2_;
     const int64_t H = d_.hidden, I = d_.input;
-    each(kLinearLabel, d_.cells() * H, KOKKOS_LAMBDA(int64_t i) {
-      const int64_t c = i / H, j = i % H;
-      float sum = b(j);
-      for (int64_t k = 0; k < H; ++k) sum += W(j * H + k) * h(c * H + k);
-      drive(i) = sum;
+    each(kLinearLabel, d_.cells(), KOKKOS_LAMBDA(int64_t c) {  // drive = W h + b, one cell per thread
+      float* out = &drive(c * H);
+      for (int64_t j = 0; j < H; ++j) out[j] = b(j);
+      for (int64_t k = 0; k < H; ++k) {
+        const float hk = h(c * H + k);
+        for (int64_t j = 0; j < H; ++j) out[j] += W_t(k * H + j) * hk;
+      }
     });
     phase_scale();
     const bool same_width = I == H;
     if (!same_width)  // u = x W[:, :I]^T
-      each(kLinearLabel, d_.cells() * H, KOKKOS_LAMBDA(int64_t i) {
-        const int64_t c = i / H, j = i % H;
-        float sum = 0;
-        for (int64_t k = 0; k < I; ++k) sum += W(j * H + k) * x(c * I + k);
-        input(i) = sum;
+      each(kLinearLabel, d_.cells(), KOKKOS_LAMBDA(int64_t c) {
+        float* out = &input(c * H);
+        for (int64_t j = 0; j < H; ++j) out[j] = 0;
+        for (int64_t k = 0; k < I; ++k) {
+          const float xk = x(c * I + k);
+          for (int64_t j = 0; j < H; ++j) out[j] += W_t(k * H + j) * xk;
+        }
       });
     const Floats u = same_width ? x : input;
     if (fused_hidden_) {
@@ -217,7 +226,7 @@ class DynamicsStepKokkos final : public Variant {
 
   ref::Dimensions d_;
   bool fused_anxiety_, gathered_scale_, fused_hidden_, fused_energy_;
-  Floats x_, h0_, e0_, a0_, W_, b_, s_, w_e_, w_a_;
+  Floats x_, h0_, e0_, a0_, W_t_, b_, s_, w_e_, w_a_;
   Phases phase_;
   float b_e_ = 0, b_a_ = 0;
   Floats h_, e_, a_;
