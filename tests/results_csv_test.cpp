@@ -21,7 +21,8 @@ const char* kGoldenResultsHeader =
     "ops_per_iter,bytes_alloc_per_iter,gb_per_s,gflop_per_s,roofline_pct,threads,"
     "shape,seed,worst_output,speedup_vs_prev_ci_low,speedup_vs_prev_ci_high,"
     "speedup_vs_phase0_ci_low,speedup_vs_phase0_ci_high,speedup_vs_reference_ci_low,"
-    "speedup_vs_reference_ci_high,iterations_per_rep,schema,step_output,step_rel_l2_err,step_budget";
+    "speedup_vs_reference_ci_high,iterations_per_rep,schema,step_output,step_rel_l2_err,step_budget,"
+    "ops_by_region,step_memory_bytes";
 const char* kGoldenSamplesHeader = "workload,size,backend,device,phase,rep,ms,suite,cpu_ms";
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
@@ -54,6 +55,8 @@ ResultRow sample_row() {
   row.seed = 7;
   row.iterations_per_rep = 123456;
   row.step_rel_l2_err = "0;1.5e-07;3e-07";
+  row.ops_by_region = "anxiety=6;phase_scale=28";
+  row.step_memory_bytes = "0;4096;8192";
   return row;
 }
 
@@ -79,6 +82,8 @@ TEST(ResultsCsv, RowsRoundTripThroughTheCsvParser) {
   EXPECT_EQ(row.seed, 7u);
   EXPECT_EQ(row.iterations_per_rep, 123456);
   EXPECT_EQ(row.step_rel_l2_err, "0;1.5e-07;3e-07");
+  EXPECT_EQ(row.ops_by_region, "anxiety=6;phase_scale=28");
+  EXPECT_EQ(row.step_memory_bytes, "0;4096;8192");
   EXPECT_TRUE(row.exact);
   EXPECT_EQ(rows[1].schema, kResultsSchemaVersion);
 }

@@ -75,6 +75,12 @@ void count_allocation(Kokkos_Profiling_SpaceHandle space, const char* label, con
   if (auto chained = callbacks_before_counting.allocate_data) chained(space, label, pointer, bytes);
 }
 
+void count_deallocation(Kokkos_Profiling_SpaceHandle space, const char* label, const void* pointer,
+                        uint64_t bytes) {
+  pb::counters::note_release(static_cast<int64_t>(bytes));  // the bytes held per step
+  if (auto chained = callbacks_before_counting.deallocate_data) chained(space, label, pointer, bytes);
+}
+
 // A deep_copy is a dispatched operation (a memcpy or copy kernel on a device). Whether it is
 // also a host sync depends on its direction and is counted by the helpers in the header.
 void count_deep_copy(Kokkos_Profiling_SpaceHandle dst_space, const char* dst_label,
@@ -210,6 +216,7 @@ class KokkosBackend final : public Backend {
     tools::set_begin_parallel_reduce_callback(count_parallel_reduce);
     tools::set_begin_parallel_scan_callback(count_parallel_scan);
     tools::set_allocate_data_callback(count_allocation);
+    tools::set_deallocate_data_callback(count_deallocation);
     tools::set_begin_deep_copy_callback(count_deep_copy);
   }
 

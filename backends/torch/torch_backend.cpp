@@ -82,7 +82,8 @@ class AllocationCounter final : public c10::MemoryReportingInfoBase {
  public:
   void reportMemoryUsage(void*, int64_t bytes, AllocatorTotal, AllocatorTotal,
                          c10::Device) override {
-    if (bytes > 0) counters::note_allocation(bytes);  // negative sizes are frees
+    if (bytes > 0) counters::note_allocation(bytes);
+    if (bytes < 0) counters::note_release(-bytes);  // negative sizes are frees
   }
   bool memoryProfilingEnabled() const override { return true; }
 };

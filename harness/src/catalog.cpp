@@ -66,7 +66,9 @@ ordered phase_json(const PhaseInfo& phase) {
           {"claimed_min", number_or_null(phase.claimed_min)},
           {"claimed_max", number_or_null(phase.claimed_max)},
           {"needs", needs},
-          {"switches_off", phase.switches_off}};
+          {"switches_off", phase.switches_off},
+          {"claim_region", phase.claim_region},
+          {"claimed_region_op_cut", number_or_null(phase.claimed_region_op_cut)}};
 }
 
 PhaseInfo phase_from(const json& value) {
@@ -83,6 +85,9 @@ PhaseInfo phase_from(const json& value) {
     phase.needs.push_back(*capability);
   }
   phase.switches_off = value.value("switches_off", std::vector<std::string>{});
+  // Added later: optional, so catalogs of older runs still load.
+  phase.claim_region = value.value("claim_region", "");
+  if (value.contains("claimed_region_op_cut")) phase.claimed_region_op_cut = number_or_nan(value.at("claimed_region_op_cut"));
   return phase;
 }
 

@@ -91,6 +91,33 @@ void print_whole_ladder(std::ostream& out, const LadderEnds& ends, const PhaseIn
       << number(last.host_syncs_per_iter) << "\n";
 }
 
+std::string percent(double share) { return std::isnan(share) ? "-" : number(100 * share, 3) + "%"; }
+
+// Per-region claims (the seed's "67% fewer kernel launches in this function"): each phase that
+// claims a cut of one region's operations, beside the cut measured against phase 0's count.
+void print_region_claims(std::ostream& out, const std::vector<const ResultRow*>& rows, const catalog::Catalog& catalog) {
+  for (const ResultRow* row : rows) {
+    const auto check = report::check_region_claim(*row, rows, catalog);
+    if (!check) continue;
+    out << "  ops in region " << check->region << " (phase " << row->phase_index << " " << row->phase
+        << "): " << number(check->phase0_ops) << " -> " << number(check->ops) << " per iteration, measured "
+        << percent(check->measured_cut) << " fewer; claimed " << percent(check->claimed_cut) << " fewer\n";
+  }
+}
+
+// The memory held after each step of an iteration, per phase that records it (a kept autograd
+// graph grows step after step; a detached state stays flat).
+void print_step_memory(std::ostream& out, const std::vector<const ResultRow*>& rows) {
+  for (const ResultRow* row : rows) {
+    if (row->step_memory_bytes.empty()) continue;
+    out << "  memory held after each step, KiB (phase " << row->phase_index << " " << row->phase << "):";
+    std::istringstream steps(row->step_memory_bytes);
+    std::string bytes;
+    while (std::getline(steps, bytes, ';')) out << " " << number(std::stod(bytes) / 1024, 4);
+    out << "\n";
+  }
+}
+
 void print_ladder(std::ostream& out, const LadderKey& key, const std::vector<const ResultRow*>& rows,
                   const std::vector<const ResultRow*>& workload_rows, const catalog::Catalog& catalog) {
   const auto& [suite, workload, size, backend, device] = key;
@@ -101,6 +128,8 @@ void print_ladder(std::ostream& out, const LadderKey& key, const std::vector<con
   const catalog::WorkloadEntry* entry = catalog.find(suite, workload);
   const PhaseInfo claim = entry ? entry->cumulative_claim : PhaseInfo{};
   for (const ResultRow* row : rows) print_phase(out, *row, entry, workload_rows, catalog);
+  print_region_claims(out, rows, catalog);
+  print_step_memory(out, rows);
   const LadderEnds ends = ladder_ends(rows, claim);
   if (ends.first && ends.last && ends.first != ends.last)
     print_whole_ladder(out, ends, claim, catalog.unknown_because(suite, workload));

@@ -142,6 +142,33 @@ bool compound_claims(const catalog::WorkloadEntry& entry, int previous, ClaimChe
 
 }  // namespace
 
+double region_ops(const std::string& cell, const std::string& region) {
+  size_t begin = 0;
+  while (begin < cell.size()) {
+    const size_t end = std::min(cell.find(';', begin), cell.size());
+    const size_t equals = cell.find('=', begin);
+    if (equals < end && cell.compare(begin, equals - begin, region) == 0)
+      return std::strtod(cell.substr(equals + 1, end - equals - 1).c_str(), nullptr);
+    begin = end + 1;
+  }
+  return kMissing;
+}
+
+std::optional<RegionClaimCheck> check_region_claim(const ResultRow& row, const std::vector<const ResultRow*>& ladder_rows,
+                                                   const catalog::Catalog& catalog) {
+  const catalog::WorkloadEntry* entry = catalog.find(row.suite, row.workload);
+  const PhaseInfo* phase = entry ? entry->phase(row.phase_index) : nullptr;
+  if (!phase || phase->claim_region.empty()) return std::nullopt;
+  RegionClaimCheck check;
+  check.region = phase->claim_region;
+  check.claimed_cut = phase->claimed_region_op_cut;
+  for (const ResultRow* other : ladder_rows)
+    if (other->phase_index == 0 && other->status == Status::Ok) check.phase0_ops = region_ops(other->ops_by_region, check.region);
+  if (row.status == Status::Ok) check.ops = region_ops(row.ops_by_region, check.region);
+  if (check.phase0_ops > 0 && !std::isnan(check.ops)) check.measured_cut = 1 - check.ops / check.phase0_ops;
+  return check;
+}
+
 ClaimCheck check_claim(const ResultRow& row, const std::vector<const ResultRow*>& workload_rows,
                        const catalog::Catalog& catalog) {
   ClaimCheck check;

@@ -65,6 +65,22 @@ struct ClaimCheck {
 ClaimCheck check_claim(const ResultRow& row, const std::vector<const ResultRow*>& workload_rows,
                        const catalog::Catalog& catalog);
 
+/// A claim about the operations of one named region (the seed's "67% fewer kernel launches in this
+/// function"; catalog phases with claim_region) beside the cut measured from ops_by_region: the
+/// row's count of that region against the count of phase 0 of the same ladder. NaN where a count
+/// is missing (phase 0 not OK, or not counted).
+struct RegionClaimCheck {
+  std::string region;
+  double phase0_ops = kMissing, ops = kMissing;
+  double measured_cut = kMissing, claimed_cut = kMissing;  // shares of phase 0's count: 0.67 = 67% fewer
+};
+/// Nullopt when the row's phase claims nothing about a region. `ladder_rows`: the rows of the
+/// row's (workload, size, backend, device).
+std::optional<RegionClaimCheck> check_region_claim(const ResultRow& row, const std::vector<const ResultRow*>& ladder_rows,
+                                                   const catalog::Catalog& catalog);
+/// The operations of `region` in an ops_by_region cell ("anxiety=6;phase_scale=28"); NaN when absent.
+double region_ops(const std::string& cell, const std::string& region);
+
 /// Per ladder (backend/device, in name order): its fastest timed exact row, followed by its
 /// fastest approximate row when that one is faster still (or the ladder has no timed exact row),
 /// so that a bf16 win is never presented as an exact one.

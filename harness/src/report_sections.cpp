@@ -218,6 +218,44 @@ bool any_row(const std::vector<Rows>& rows_per_run, bool (*wanted)(const ResultR
 
 bool is_approximate_row(const ResultRow& row) { return !row.exact; }
 
+bool has_region_or_step_counts(const ResultRow& row) {
+  return !row.ops_by_region.empty() || !row.step_memory_bytes.empty();
+}
+
+std::string percent(double share) { return std::isnan(share) ? "-" : format_number(100 * share) + "%"; }
+
+// Operations per named region with the seed's per-function claims beside them, and the memory
+// held after each step (KiB), per run and row.
+std::string regions_and_memory_table(const std::vector<Run>& runs, const std::vector<Rows>& rows_per_run) {
+  Table table({"run", "backend/device", "phase", "ops per region", "claimed vs measured cut",
+               "memory held after each step (KiB)"});
+  for (size_t r = 0; r < runs.size(); ++r) {
+    std::map<std::string, std::vector<const ResultRow*>> ladders;
+    for (const ResultRow* row : rows_per_run[r]) ladders[ladder_name(*row)].push_back(row);
+    for (const auto& [ladder, rows] : ladders) {
+      for (const ResultRow* row : rows) {
+        if (!has_region_or_step_counts(*row)) continue;
+        const auto check = check_region_claim(*row, rows, runs[r].data.catalog);
+        std::string memory;
+        for (double bytes : parse_step_values(row->step_memory_bytes))
+          memory += (memory.empty() ? "" : " ") + format_number(bytes / 1024);
+        table.cell(runs[r].letter).cell(ladder).cell(std::to_string(row->phase_index) + " " + row->phase)
+            .cell(row->ops_by_region)
+            .cell(check ? check->region + ": " + format_number(check->phase0_ops) + " \xE2\x86\x92 " +
+                              format_number(check->ops) + ", " + percent(check->measured_cut) + " fewer (claimed " +
+                              percent(check->claimed_cut) + ")"
+                        : "")
+            .cell(memory, "num");
+        table.end_row();
+      }
+    }
+  }
+  return "<h3>Operations per region and memory per step</h3>\n" + table.html() +
+         paragraph("Operations counted in each function the variant marks as a region (nested regions count for "
+                   "the innermost); a claimed cut is the seed's share of phase 0's operations that the phase "
+                   "removes. Memory: bytes held after each step of one iteration, from its start.");
+}
+
 std::string step_errors_anchor(const WorkloadKey& key) { return key.anchor() + "-steps"; }
 
 std::string approximate_note() {
@@ -319,6 +357,7 @@ std::string workload_section(const std::vector<Run>& runs, const WorkloadKey& ke
   } else {
     body += paragraph("No optimized variant of this workload was timed in these runs; only its rows below.");
   }
+  if (any_row(rows_per_run, has_region_or_step_counts)) body += regions_and_memory_table(runs, rows_per_run);
   body += "<h3>Every phase" + std::string(runs.size() > 1 ? ", runs side by side" : "") + "</h3>\n" +
           every_phase_table(runs, rows_per_run) + samples_details(runs, rows_per_run, colors);
   return section(key.anchor(), title, body);

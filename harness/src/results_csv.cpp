@@ -157,6 +157,8 @@ const auto& result_fields() {
       field("step_output", &R::step_output, false),
       field("step_rel_l2_err", &R::step_rel_l2_err, false),
       field("step_budget", &R::step_budget, false),
+      field("ops_by_region", &R::ops_by_region, false),
+      field("step_memory_bytes", &R::step_memory_bytes, false),
   };
   return fields;
 }

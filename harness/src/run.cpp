@@ -43,6 +43,20 @@ std::string join_numbers(const std::vector<double>& values) {
   return text.str();
 }
 
+// "anxiety=3;phase_scale=4": operations per named region, in the order the regions opened.
+std::string join_region_ops(const std::vector<std::pair<std::string, int64_t>>& regions) {
+  std::string text;
+  for (const auto& [name, ops] : regions) text += (text.empty() ? "" : ";") + name + "=" + std::to_string(ops);
+  return text;
+}
+
+// "0;1024;2048": whole numbers (bytes) exactly, in one CSV cell.
+std::string join_integers(const std::vector<int64_t>& values) {
+  std::string text;
+  for (size_t i = 0; i < values.size(); ++i) text += (i ? ";" : "") + std::to_string(values[i]);
+  return text;
+}
+
 // The per-step errors of the first rollout output, against the exact reference when it has such
 // a check (what an approximation costs), else against what its phase is checked with.
 void add_step_errors(ResultRow& row, const CheckResult& check) {
@@ -86,6 +100,8 @@ ResultRow checked_row(const LiveCase& live, const RunOptions& options) {
     row.host_syncs_per_iter = static_cast<double>(live.counts.host_syncs);
     row.ops_per_iter = static_cast<double>(live.counts.ops);
     row.bytes_alloc_per_iter = static_cast<double>(live.counts.bytes_allocated);
+    row.ops_by_region = join_region_ops(live.counts.ops_by_region);
+    row.step_memory_bytes = join_integers(live.counts.step_memory_bytes);
   }
   return row;
 }

@@ -43,6 +43,12 @@ struct ResultRow {
   // Rollouts: the per-step relative L2 error of one output against the exact fp64 reference, and
   // the per-step budget an approximate phase declares, as "e0;e1;..." (empty when not a rollout).
   std::string step_output, step_rel_l2_err, step_budget;
+  // Operations per iteration in each named region the variant marks (pb::counters::Region), as
+  // "anxiety=3;phase_scale=4" in the order the regions open; empty when it marks none.
+  std::string ops_by_region;
+  // Bytes held after each step of an iteration (pb::counters::end_step), relative to its start,
+  // as "m0;m1;..."; empty when the variant marks no steps.
+  std::string step_memory_bytes;
 };
 
 struct SampleRow {

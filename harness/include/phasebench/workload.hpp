@@ -55,6 +55,11 @@ struct PhaseInfo {
   std::vector<Capability> needs;
   // Earlier optimizations this phase turns off again (an exact phase after approximate ones).
   std::vector<std::string> switches_off;
+  // A seed's claim about one named region's operations (pb::counters::Region) rather than time:
+  // the share of the region's operations per iteration at phase 0 that this phase removes
+  // (0.67 = "67% fewer kernel launches in that function"). Empty / NaN when there is none.
+  std::string claim_region;
+  double claimed_region_op_cut = kNoClaim;
 };
 
 /// The optimizations in effect at `phase` on a backend with `available` capabilities: every
