@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package phasebench builds and tests with. Idempotent: when all are
-# present it only checks (about a second). Needs root (or sudo) for apt-get.
+# present it only checks (about a second). Needs root (or sudo) for apt-get; the OpenMP Kokkos
+# (ci/install-kokkos.sh) goes to /opt/phasebench unless PHASEBENCH_KOKKOS_PREFIX says otherwise.
 set -euo pipefail
 
 packages=(
@@ -26,15 +27,19 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
+else
+  echo "install-deps: installing ${missing[*]}"
+  sudo_cmd=()
+  if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "install-deps: installing ${missing[*]}"
-sudo_cmd=()
-if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
-export DEBIAN_FRONTEND=noninteractive
-"${sudo_cmd[@]}" apt-get update -qq
-"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# Kokkos with OpenMP, built once per machine from Debian's trilinos source (a few minutes the
+# first time, a second afterwards). A failure leaves Debian's Serial Kokkos in use and its reason
+# in the configure summary: it never stops the build.
+bash "$(dirname "$0")/install-kokkos.sh" || true
 
 # The CUDA toolkit is not a Debian package here: the cuda backend is built when nvcc is found
 # (PATH or /usr/local/cuda/bin/nvcc) and reports why not otherwise.

@@ -22,6 +22,7 @@
 #include <cctype>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -138,25 +139,39 @@ constexpr bool host_space_takes_thread_count() {
 #endif
 }
 
+// Kokkos' start-up warnings are turned off: OpenMP's prints to stdout, in every process, that
+// OMP_PROC_BIND is unset (machine.json records OMP_PROC_BIND and OMP_PLACES instead), and its
+// oversubscription warning cannot fire on a thread count the harness chose (init_backends() sets
+// OpenMP's count to --threads just before, and Kokkos compares the two).
 void initialize_kokkos(int threads) {
 #if KOKKOS_VERSION >= 30700
   Kokkos::InitializationSettings settings;
   if (host_space_takes_thread_count()) settings.set_num_threads(threads);
+  settings.set_disable_warnings(true);
   Kokkos::initialize(settings);
 #else
   Kokkos::InitArguments arguments;
   if (host_space_takes_thread_count()) arguments.num_threads = threads;
+  arguments.disable_warnings = true;
   Kokkos::initialize(arguments);
 #endif
 }
+
+// Where this Kokkos came from (the configure step names it: built by ci/install-kokkos.sh, the
+// system's, or given by the user).
+#ifdef PHASEBENCH_KOKKOS_ORIGIN
+constexpr const char* kokkos_origin = PHASEBENCH_KOKKOS_ORIGIN;
+#else
+constexpr const char* kokkos_origin = "unknown";
+#endif
 
 class KokkosBackend final : public Backend {
  public:
   std::string name() const override { return "kokkos"; }
 
   std::vector<DeviceInfo> devices() const override {
-    const std::string description = "Kokkos " + kokkos_version() + ", execution space " +
-                                    ExecSpace::name() + ", memory space " + MemSpace::name();
+    const std::string description = "Kokkos " + kokkos_version() + ", execution space " + ExecSpace::name() +
+                                    threads_text() + ", memory space " + MemSpace::name() + "; " + kokkos_origin;
     return {{device_name(), device_is_gpu(), "", description}};
   }
 
@@ -187,21 +202,24 @@ class KokkosBackend final : public Backend {
   // empty; Kokkos::Experimental::Graph is not used (3.4's Serial space runs graph nodes eagerly).
   Capabilities capabilities(const std::string&) const override { return {Capability::Bf16}; }
 
-  // Serial runs on one thread whatever was asked; a GPU space reports its own concurrency.
+  // Serial runs on one thread whatever was asked; an initialized OpenMP or Threads space says how
+  // many it runs on (what Kokkos made of the request); a GPU space reports its own concurrency.
   int effective_threads(int requested) const override {
     if (device_is_gpu()) return requested;
-    return host_space_takes_thread_count() ? requested : 1;
+    if (!host_space_takes_thread_count()) return 1;
+    return Kokkos::is_initialized() ? ExecSpace().concurrency() : requested;
   }
 
   nlohmann::json metadata() const override {
     nlohmann::json info = {{"version", kokkos_version()},
+                           {"origin", kokkos_origin},
                            {"execution_space", ExecSpace::name()},
                            {"memory_space", MemSpace::name()},
                            {"host_execution_space", Kokkos::DefaultHostExecutionSpace::name()},
                            {"enabled_execution_spaces", enabled_execution_spaces()},
-                           {"threads_requested", threads_requested_},
                            {"thread_count_applied", host_space_takes_thread_count()}};
     if (Kokkos::is_initialized()) {
+      info["threads_requested"] = threads_requested_;
       info["concurrency"] = ExecSpace().concurrency();
       std::ostringstream configuration;
       Kokkos::print_configuration(configuration, false);
@@ -223,6 +241,15 @@ class KokkosBackend final : public Backend {
   void stop_counting() override { tools::set_callbacks(callbacks_before_counting); }
 
  private:
+  // The host threads the kernels run on: Kokkos' own count once initialized; before (as in
+  // `phasebench list`), --threads and its default (all cores).
+  std::string threads_text() const {
+    if (device_is_gpu()) return "";
+    if (!host_space_takes_thread_count()) return " (1 thread)";
+    if (Kokkos::is_initialized()) return " (" + std::to_string(ExecSpace().concurrency()) + " threads)";
+    return " (--threads threads, default " + std::to_string(std::max(1u, std::thread::hardware_concurrency())) + ")";
+  }
+
   int threads_requested_ = 0;
   bool initialized_here_ = false;
 };

@@ -39,7 +39,7 @@ std::string proc_value(const std::string& path, const std::string& key) {
 // is then worth recording beside the numbers.
 nlohmann::json timing_environment() {
   nlohmann::json environment = nlohmann::json::object();
-  for (const char* name : {"OMP_NUM_THREADS", "OMP_WAIT_POLICY", "OMP_PROC_BIND", "GOMP_SPINCOUNT",
+  for (const char* name : {"OMP_NUM_THREADS", "OMP_WAIT_POLICY", "OMP_PROC_BIND", "OMP_PLACES", "GOMP_SPINCOUNT",
                            "OPENBLAS_CORETYPE", "DNNL_MAX_CPU_ISA", "ONEDNN_MAX_CPU_ISA"})
     environment[name] = getenv(name) ? getenv(name) : "";
   return environment;
@@ -91,13 +91,14 @@ std::string hex_hash(const std::string& text) {
   return std::string(out).substr(0, 12);
 }
 
-nlohmann::json backends_metadata() {
+nlohmann::json backends_metadata(int threads) {
   nlohmann::json all = nlohmann::json::object();
   for (const auto& backend : registered_backends()) {
     nlohmann::json entry;
     const std::string why_not = backend->unavailable_reason();
     entry["available"] = why_not.empty();
     if (!why_not.empty()) entry["unavailable_reason"] = why_not;
+    entry["threads"] = backend->effective_threads(threads);  // what its rows record for --threads
     try {
       entry["config"] = backend->metadata();
     } catch (const std::exception& error) {
@@ -155,7 +156,7 @@ nlohmann::json collect_machine_metadata(const MachineOptions& options) {
       {"git_commit", current_git_commit()},
       {"threads", options.threads},
       {"environment", timing_environment()},
-      {"backends", backends_metadata()},
+      {"backends", backends_metadata(options.threads)},
   };
 }
 
