@@ -17,10 +17,11 @@ cmake --build "$build_dir" -j "$(nproc)" --target phasebench phasebench_tests
 echo "sanitize: built in $(( $(date +%s) - start )) s"
 
 # Why each option:
-# - halt_on_error / abort_on_error: the first report fails the stage (UBSan alone would go on).
-# - detect_leaks=1: our code frees what it allocates; LibTorch's and oneDNN's caches are
-#   process-lifetime and are suppressed by name in ci/lsan.supp, never our own frames.
-export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=0:detect_leaks=1}
+# - halt_on_error: the first report fails the stage (UBSan alone would go on).
+# - no suppressions yet: LibTorch, oneDNN and Kokkos are not built with ASan, which can give false
+#   container-overflow or odr-violation reports; any such report is to be checked, and only then
+#   turned off here by name with its reason, never by a blanket switch.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 "$build_dir/tests/phasebench_tests" --gtest_filter='-Equivalence.*:ReportBrowser.*' --gtest_brief=1
