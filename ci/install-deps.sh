@@ -16,6 +16,7 @@ packages=(
   python3 python3-numpy                          # the dump round-trip test loads .npy with numpy
   libbenchmark-tools python3-scipy               # Google Benchmark's compare.py, run on benchmark.json
   chromium                                       # the report test opens report.html headless
+  clang-14 libclang-rt-14-dev                    # libFuzzer for the fuzz harnesses (ci/fuzz.sh)
 )
 
 missing=()

@@ -3,11 +3,8 @@
 #include <exception>
 #include <iostream>
 
+#include "phasebench/cli.hpp"
 #include "phasebench/runner.hpp"
-
-namespace pb {
-int run_cli(int argc, char** argv);
-}
 
 int main(int argc, char** argv) {
   int code = 2;

@@ -40,9 +40,37 @@ TEST(Cli, BadRegex) { expect_usage_error("verify --filter '(['", "regular expres
 TEST(Cli, VerifyMatchingNothing) { expect_usage_error("verify --filter nothing-matches-this", "matches no variant"); }
 TEST(Cli, RunMatchingNothing) { expect_usage_error("run --quick --filter nothing-matches-this", "matches no variant"); }
 TEST(Cli, SeedPastItsRangeIsAnErrorNotSaturated) {
-  expect_usage_error("run --quick --seed 99999999999999999999999", "larger than the largest seed");
-  expect_usage_error("verify --seed -1", "not a seed");
-  expect_usage_error("dump --workload trainer2/lior_step --seed 12x --out /tmp/x", "not a seed");
+  expect_usage_error("run --quick --seed 99999999999999999999999", "out of range (a whole number from 0 to 18446744073709551615)");
+  expect_usage_error("verify --seed -1", "'-1' is not a whole number");
+  expect_usage_error("dump --workload trainer2/lior_step --seed 12x --out /tmp/x", "'12x' is not a whole number");
+}
+// Every numeric option through one strict parser (cli_numbers.cpp): CLI11 alone read "010" as
+// octal, "0x10" as hex, and let "nan" through its range checks.
+TEST(Cli, NumbersAreDecimalFiniteInRangeAndNothingElse) {
+  const std::vector<std::pair<std::string, std::string>> refused{
+      {"run --reps 010x", "--reps: '010x' is not a whole number (a whole number from 1 to 100000)"},
+      {"run --reps 0x10", "'0x10' is not a whole number"},
+      {"run --reps 99999999999", "'99999999999' is out of range"},
+      {"run --reps ' 5'", "' 5' is not a whole number"},
+      {"run --threads -1", "'-1' is out of range (a whole number from 1 to 4096)"},
+      {"verify --threads 2.5", "'2.5' is not a whole number"},
+      {"verify --seeds 1001", "'1001' is out of range"},
+      {"run --time-budget nan", "'nan' is not a finite number"},
+      {"run --hang-timeout inf", "'inf' is not a finite number"},
+      {"verify --hang-timeout 0", "'0' is out of range (a number from 0.1 to 1e+07)"},
+      {"compare a b --threshold nan", "--threshold: 'nan' is not a finite number"},
+      {"compare a b --threshold -1", "'-1' is out of range"},
+      {"compare a b --alpha 1e-400", "'1e-400' is out of range"},
+      {"compare a b --fastest 25%", "'25%' is not a number"},
+      {"run --shard 1/2x", "'1/2x' is not i/n"},
+      {"run --shard +1/2", "'+1/2' is not i/n"},
+      {"run --shard 1/99999999999", "'1/99999999999' is not i/n"},
+  };
+  for (const auto& [arguments, mentions] : refused) expect_usage_error(arguments, mentions);
+}
+TEST(Cli, AnOutDirectoryThatCannotBeMadeIsABadInput) {
+  expect_usage_error("run --quick --size small --filter lior_step/reference --out /proc/none/x",
+                     "cannot create the directory /proc/none for --out");
 }
 TEST(Cli, BaselineRecordOfNothingPrintsOnlyTheError) {
   const auto result = run_phasebench("baseline record /nonexistent-run-dir");

@@ -206,8 +206,12 @@ Catalog read(const fs::path& run_directory) {
   const fs::path path = run_directory / kFileName;
   if (!fs::exists(path)) return {};
   std::ifstream in(path);
-  const json value = json::parse(in, nullptr, false);
-  if (value.is_discarded()) throw InputError(path.string() + " is not valid JSON");
+  json value;
+  try {
+    value = json::parse(in);  // its message names the line and column
+  } catch (const json::exception& error) {
+    throw InputError(path.string() + " is not valid JSON: " + error.what());
+  }
   return from_json(value, path.string());
 }
 

@@ -3,11 +3,13 @@
 
 #include <CLI/CLI.hpp>
 
-#include <charconv>
+#include <cstdint>
 #include <iostream>
 #include <thread>
 
+#include "cli_numbers.hpp"
 #include "commands.hpp"
+#include "phasebench/cli.hpp"
 #include "compare_cli.hpp"
 #include "history_cli.hpp"
 #include "phasebench/errors.hpp"
@@ -33,22 +35,8 @@ void add_selection(CLI::App& command, Selection& selection, bool with_backend) {
 
 SizeClass size_from(const std::string& name) { return *parse_size(name); }
 
-/// A seed option parsed strictly: CLI11 saturates an unsigned value past its range
-/// (99999999999999999999999 became 18446744073709551615), which would silently run another seed.
 CLI::Option* add_seed_option(CLI::App& command, const std::string& name, uint64_t& seed, const std::string& help) {
-  return command.add_option_function<std::string>(
-      name,
-      [&seed, name](const std::string& text) {
-        uint64_t value = 0;
-        const char* end = text.data() + text.size();
-        const auto [stop, error] = std::from_chars(text.data(), end, value);
-        if (error == std::errc::result_out_of_range)
-          throw CLI::ValidationError(name, "'" + text + "' is larger than the largest seed, 18446744073709551615");
-        if (error != std::errc() || stop != end || text.empty())
-          throw CLI::ValidationError(name, "'" + text + "' is not a seed (a whole number from 0)");
-        seed = value;
-      },
-      help);
+  return add_number_option<uint64_t>(command, name, seed, help, 0, UINT64_MAX);
 }
 
 bool is_command(const CLI::App& app, const std::string& word) {
@@ -73,7 +61,7 @@ void require_alone(const CLI::App& command, const CLI::Option* option) {
 
 }  // namespace
 
-int run_cli(int argc, char** argv) {
+int run_cli(int argc, char** argv, CliMode mode) {
   CLI::App app{"phasebench: checks optimized variants of numerical workloads against a naive fp64 "
                "reference, times them per optimization phase and backend, and records the results"};
   app.require_subcommand(1);
@@ -89,20 +77,17 @@ int run_cli(int argc, char** argv) {
   CLI::App* run = app.add_subcommand("run", "check, count and time the selected variants; write a run directory");
   add_selection(*run, run_command.options.selection, true);
   run->add_option("--size", run_size, "small, default or large")->check(CLI::IsMember(kSizeNames));
-  run->add_option("--reps", run_command.options.reps,
+  add_number_option(*run, "--reps", run_command.options.reps,
                   "timed repetitions of every case, whatever the time budget (default: 10 while the budget "
-                  "allows, never fewer than 3)")
-      ->check(CLI::Range(1, 100000));
-  run->add_option("--time-budget", run_command.options.time_budget_s,
+                  "allows, never fewer than 3)", 1, 100000);
+  add_number_option(*run, "--time-budget", run_command.options.time_budget_s,
                   "seconds the whole run should take, checking included: slow cases get fewer repetitions "
-                  "(never fewer than 3) to fit (default " + std::to_string(static_cast<int>(kDefaultTimeBudgetSeconds)) + ")")
-      ->check(CLI::Range(1.0, 1e7));
-  run->add_option("--hang-timeout", run_command.options.hang_timeout_s,
+                  "(never fewer than 3) to fit (default " + std::to_string(static_cast<int>(kDefaultTimeBudgetSeconds)) + ")", 1.0, 1e7);
+  add_number_option(*run, "--hang-timeout", run_command.options.hang_timeout_s,
                   "seconds a check or warm-up may take before the case is ended as ERROR \"timed out\"; a timed "
-                  "repetition may take 10 times its planned time (default 300)")
-      ->check(CLI::Range(0.1, 1e7));
-  run->add_option("--threads", run_command.options.threads, "CPU threads for torch, OpenMP, oneDNN (default: all cores)")
-      ->check(CLI::Range(1, 4096));
+                  "repetition may take 10 times its planned time (default 300)", 0.1, 1e7);
+  add_number_option(*run, "--threads", run_command.options.threads,
+                    "CPU threads for torch, OpenMP, oneDNN (default: all cores)", 1, 4096);
   add_seed_option(*run, "--seed", run_command.options.seed, "input seed (default 1)");
   run->add_flag("--quick", run_command.options.quick, "3 short repetitions: a smoke test, not a measurement");
   run->add_option("--out", run_command.out_dir, "run directory to create (must not exist)");
@@ -117,14 +102,13 @@ int run_cli(int argc, char** argv) {
   std::string verify_size;
   CLI::App* verify = app.add_subcommand("verify", "correctness only: every variant on several seeds and sizes");
   add_selection(*verify, verify_options.selection, true);
-  verify->add_option("--seeds", verify_options.seeds, "fresh seeds per size (default 3)")->check(CLI::Range(1, 1000));
+  add_number_option(*verify, "--seeds", verify_options.seeds, "fresh seeds per size (default 3)", 1, 1000);
   add_seed_option(*verify, "--seed", verify_options.first_seed, "first seed (default 1)");
   verify->add_option("--size", verify_size, "only this size (default: every size that fits)")
       ->check(CLI::IsMember(kSizeNames));
-  verify->add_option("--threads", verify_options.threads, "CPU threads (default: all cores)")->check(CLI::Range(1, 4096));
-  verify->add_option("--hang-timeout", verify_command.hang_timeout_s,
-                     "seconds one check may take before it is ended and reported ERROR \"timed out\" (default 300)")
-      ->check(CLI::Range(0.1, 1e7));
+  add_number_option(*verify, "--threads", verify_options.threads, "CPU threads (default: all cores)", 1, 4096);
+  add_number_option(*verify, "--hang-timeout", verify_command.hang_timeout_s,
+                     "seconds one check may take before it is ended and reported ERROR \"timed out\" (default 300)", 0.1, 1e7);
   verify->add_option("--worker-dir", verify_command.worker_dir)->group("");  // internal
 
   commands::DumpCommand dump_command;
@@ -152,22 +136,19 @@ int run_cli(int argc, char** argv) {
   }
 
   try {
+    // Options that need more than CLI11's checks, settled before anything runs.
+    run_command.options.size = size_from(run_size);
+    run_command.options.reps_fixed = run->count("--reps") > 0;
+    if (run_command.options.quick && !run_command.options.reps_fixed) run_command.options.reps = 3;
+    if (*run && *resume) require_alone(*run, resume);
+    if (!verify_size.empty()) verify_options.sizes = {size_from(verify_size)};
+    dump_command.size = size_from(dump_size);
+    if (mode == CliMode::ParseOnly) return 0;
+
     if (*list) return commands::list(list_selection);
-    if (*run) {
-      run_command.options.size = size_from(run_size);
-      run_command.options.reps_fixed = run->count("--reps") > 0;
-      if (run_command.options.quick && !run_command.options.reps_fixed) run_command.options.reps = 3;
-      if (*resume) require_alone(*run, resume);
-      return commands::run(std::move(run_command));
-    }
-    if (*verify) {
-      if (!verify_size.empty()) verify_options.sizes = {size_from(verify_size)};
-      return commands::verify(std::move(verify_command), argc, argv);
-    }
-    if (*dump) {
-      dump_command.size = size_from(dump_size);
-      return commands::dump(dump_command);
-    }
+    if (*run) return commands::run(std::move(run_command));
+    if (*verify) return commands::verify(std::move(verify_command), argc, argv);
+    if (*dump) return commands::dump(dump_command);
     if (const auto code = regression_commands.run_chosen()) return *code;
     if (const auto code = report_command.run_chosen()) return *code;
     if (const auto code = history_commands.run_chosen()) return *code;

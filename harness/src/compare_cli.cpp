@@ -4,10 +4,13 @@
 
 #include <CLI/CLI.hpp>
 
+#include <charconv>
 #include <filesystem>
+#include <string_view>
 #include <iostream>
 
 #include "baseline.hpp"
+#include "cli_numbers.hpp"
 #include "compare.hpp"
 #include "merge.hpp"
 #include "phasebench/errors.hpp"
@@ -17,18 +20,19 @@
 namespace pb {
 namespace {
 
+// Whether `text` is a whole decimal number (no sign, space or other character) that fits an int.
+bool parse_whole(std::string_view text, int& value) {
+  const auto [stop, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return error == std::errc() && stop == text.data() + text.size() && !text.empty();
+}
+
 // "" when `text` is "i/n" with 1 <= i <= n, else what is wrong.
 std::string parse_shard(const std::string& text, int& index, int& count) {
   const size_t slash = text.find('/');
-  try {
-    size_t used_i = 0, used_n = 0;
-    index = std::stoi(text.substr(0, slash), &used_i);
-    count = std::stoi(text.substr(slash + 1), &used_n);
-    if (slash != std::string::npos && used_i == slash && used_n == text.size() - slash - 1 && index >= 1 &&
-        index <= count)
-      return "";
-  } catch (const std::exception&) {
-  }
+  const std::string_view whole(text);
+  if (slash != std::string::npos && parse_whole(whole.substr(0, slash), index) &&
+      parse_whole(whole.substr(slash + 1), count) && index >= 1 && index <= count)
+    return "";
   return "'" + text + "' is not i/n with 1 <= i <= n (e.g. --shard 2/4)";
 }
 
@@ -92,11 +96,10 @@ RegressionCommands::RegressionCommands(CLI::App& app) : parsed_(std::make_unique
   p.compare = app.add_subcommand("compare", "regression report between two runs; exit 1 on a regression");
   p.compare->add_option("BASE", p.base, "the baseline: a run directory or its results.csv")->required();
   p.compare->add_option("NEW", p.fresh, "the run to check: a run directory or its results.csv")->required();
-  p.compare->add_option("--threshold", p.options.threshold_pct,
-                        "percent slowdown a significant change must exceed to fail (default 5)")
-      ->check(CLI::Range(0.0, 1000.0));
-  p.compare->add_option("--alpha", p.options.alpha, "family-wise significance level, Holm-corrected (default 0.05)")
-      ->check(CLI::Range(1e-12, 0.5));
+  add_number_option(*p.compare, "--threshold", p.options.threshold_pct,
+                    "percent slowdown a significant change must exceed to fail (default 5)", 0.0, 1000.0);
+  add_number_option(*p.compare, "--alpha", p.options.alpha,
+                    "family-wise significance level, Holm-corrected (default 0.05)", 1e-12, 0.5);
   p.compare->add_option("--mode", p.mode, "time (same machine) or ratio (within-run ratios; any machines)")
       ->check(CLI::IsMember({"time", "ratio"}));
   p.compare->add_option("--metric", p.metric,
@@ -105,10 +108,9 @@ RegressionCommands::RegressionCommands(CLI::App& app) : parsed_(std::make_unique
       ->check(CLI::IsMember({"wall", "cpu"}));
   p.compare->add_option("--ratio-to", p.ratio_to, "ratio mode divides by: reference (default) or phase0")
       ->check(CLI::IsMember({"reference", "phase0"}));
-  p.compare->add_option("--fastest", p.options.fastest_pct,
+  add_number_option(*p.compare, "--fastest", p.options.fastest_pct,
                         "compare only the fastest PCT% of each row's repetitions (default 100: all); on "
-                        "a shared machine, 25 keeps the ones other work did not slow down")
-      ->check(CLI::Range(1.0, 100.0));
+                        "a shared machine, 25 keeps the ones other work did not slow down", 1.0, 100.0);
   p.compare->add_option("--markdown", p.markdown, "also write a Markdown summary (a pull-request comment) here");
   add_allow_incomplete_flag(*p.compare, p.options.allow_incomplete, "compare it anyway, with a note");
 

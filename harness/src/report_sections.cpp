@@ -45,16 +45,20 @@ std::string verdict_markup(const ClaimCheck& claim) {
 
 // ---- runs ----------------------------------------------------------------------------------------
 
-std::string machine_text(const nlohmann::json& machine, const char* object, const char* key) {
-  if (!machine.is_object() || !machine.contains(object) || !machine[object].contains(key)) return "-";
-  const nlohmann::json& value = machine[object][key];
+// machine.json is free-form: any key may be missing or of another type than a run writes, and
+// the report still shows what is there (a string as it is, anything else as JSON).
+std::string value_text(const nlohmann::json& object, const char* key, const std::string& otherwise) {
+  if (!object.is_object() || !object.contains(key)) return otherwise;
+  const nlohmann::json& value = object[key];
   return value.is_string() ? value.get<std::string>() : value.dump();
 }
 
-std::string top_text(const nlohmann::json& machine, const char* key) {
-  if (!machine.is_object() || !machine.contains(key)) return "-";
-  return machine[key].is_string() ? machine[key].get<std::string>() : machine[key].dump();
+std::string machine_text(const nlohmann::json& machine, const char* object, const char* key) {
+  if (!machine.is_object() || !machine.contains(object)) return "-";
+  return value_text(machine[object], key, "-");
 }
+
+std::string top_text(const nlohmann::json& machine, const char* key) { return value_text(machine, key, "-"); }
 
 std::string claim_summary(const Run& run) {
   if (!run.data.catalog.saved) return "unknown: no catalog.json (measured before catalogs were saved)";
@@ -523,17 +527,20 @@ namespace {
 using Facts = std::vector<std::pair<std::string, std::string>>;
 
 std::string caches_text(const nlohmann::json& machine) {
-  if (!machine.is_object() || !machine.contains("cpu") || !machine["cpu"].contains("caches")) return "-";
+  if (!machine.is_object() || !machine.contains("cpu") || !machine["cpu"].is_object() ||
+      !machine["cpu"].contains("caches") || !machine["cpu"]["caches"].is_array())
+    return "-";
   std::string text;
   for (const nlohmann::json& cache : machine["cpu"]["caches"])
-    text += (text.empty() ? "" : ", ") + std::string("L") + cache.value("level", "?") + " " + cache.value("type", "") +
-            " " + cache.value("size", "");
+    text += (text.empty() ? "" : ", ") + std::string("L") + value_text(cache, "level", "?") + " " +
+            value_text(cache, "type", "") + " " + value_text(cache, "size", "");
   return text;
 }
 
 std::string backend_text(const nlohmann::json& backend) {
-  std::string text = backend.value("available", false) ? "available" : "unavailable: " + backend.value("unavailable_reason", "");
-  if (backend.contains("config")) text += "; " + backend["config"].dump();
+  const bool available = backend.is_object() && backend.contains("available") && backend["available"] == true;
+  std::string text = available ? "available" : "unavailable: " + value_text(backend, "unavailable_reason", "");
+  if (backend.is_object() && backend.contains("config")) text += "; " + backend["config"].dump();
   return text;
 }
 

@@ -2,7 +2,9 @@
 // reader, so the three cannot drift apart. Reading goes through fast-cpp-csv-parser (fccp).
 
 #include <array>
+#include <charconv>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <functional>
 #include <sstream>
@@ -39,19 +41,29 @@ struct CellError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The writer leaves a missing value empty, never "nan": a "nan" in a file was put there by hand
+// or by another tool, and would pass every comparison it meets.
 double parse_double(const std::string& cell) {
   if (cell.empty()) return kMissing;
   char* end = nullptr;
   const double value = std::strtod(cell.c_str(), &end);
   if (end == cell.c_str() || *end != '\0') throw CellError("'" + cell + "' is not a number");
+  if (std::isnan(value)) throw CellError("'" + cell + "' is not a number (a missing value is an empty cell)");
   return value;
 }
 
-int64_t parse_integer(const std::string& cell) {
+// Strict: out of the column's range (an int, or a 64-bit seed) is an error, never a wrapped or
+// saturated value.
+template <typename Integer>
+Integer parse_integer(const std::string& cell) {
   if (cell.empty()) return 0;
-  char* end = nullptr;
-  const long long value = std::strtoll(cell.c_str(), &end, 10);
-  if (end == cell.c_str() || *end != '\0') throw CellError("'" + cell + "' is not an integer");
+  Integer value = 0;
+  const char* end = cell.data() + cell.size();
+  const auto [stop, error] = std::from_chars(cell.data(), end, value);
+  if (error == std::errc::result_out_of_range)
+    throw CellError("'" + cell + "' is out of range (" + std::to_string(std::numeric_limits<Integer>::min()) +
+                    " to " + std::to_string(std::numeric_limits<Integer>::max()) + ")");
+  if (error != std::errc() || stop != end) throw CellError("'" + cell + "' is not an integer");
   return value;
 }
 
@@ -93,22 +105,21 @@ Field<Row> field(const char* name, Member Row::*member, bool required = true) {
     f.read = [member](Row& row, const std::string& cell) { row.*member = parse_bool(cell); };
   } else {
     f.write = [member](const Row& row) { return std::to_string(row.*member); };
-    f.read = [member](Row& row, const std::string& cell) {
-      row.*member = static_cast<Member>(parse_integer(cell));
-    };
+    f.read = [member](Row& row, const std::string& cell) { row.*member = parse_integer<Member>(cell); };
   }
   return f;
 }
 
-// A column that holds a time or a count: refused when negative, or (times) not finite. A missing
-// value (an empty cell: not timed) stays allowed.
+// A column that holds a time or a count: refused when negative, or not finite. A missing value
+// (an empty cell: not timed) stays allowed. Errors and rates may be infinite (an output that
+// overflowed; a ratio over a zero time) but are never negative.
 template <typename Row>
-Field<Row> non_negative(Field<Row> f, const char* what) {
-  f.read = [read = f.read, what](Row& row, const std::string& cell) {
+Field<Row> non_negative(Field<Row> f, const char* what, bool finite = true) {
+  f.read = [read = f.read, what, finite](Row& row, const std::string& cell) {
     if (!cell.empty()) {
       const double value = parse_double(cell);
-      if (!std::isfinite(value) || value < 0)
-        throw CellError("'" + cell + "' is not a " + what + " (finite, not negative)");
+      if (value < 0 || (finite && !std::isfinite(value)))
+        throw CellError("'" + cell + "' is not " + what + (finite ? " (finite, not negative)" : " (not negative)"));
     }
     read(row, cell);
   };
@@ -116,28 +127,67 @@ Field<Row> non_negative(Field<Row> f, const char* what) {
 }
 template <typename Row, typename Member>
 Field<Row> time_field(const char* name, Member Row::*member, bool required = true) {
-  return non_negative(field(name, member, required), "time");
+  return non_negative(field(name, member, required), "a time");
 }
 template <typename Row, typename Member>
 Field<Row> count_field(const char* name, Member Row::*member, bool required = true) {
-  return non_negative(field(name, member, required), "count");
+  return non_negative(field(name, member, required), "a count");
+}
+template <typename Row, typename Member>
+Field<Row> error_field(const char* name, Member Row::*member) {
+  return non_negative(field(name, member), "an error or tolerance", false);
+}
+template <typename Row, typename Member>
+Field<Row> rate_field(const char* name, Member Row::*member) {
+  return non_negative(field(name, member), "a rate or ratio", false);
+}
+
+// A column naming what a row measured: refused when empty or not one of the words `accepts`
+// allows, so a typo cannot make a row that matches no other run's row and silently drops out.
+template <typename Row>
+Field<Row> name_field(const char* name, std::string Row::*member, bool (*accepts)(const std::string&),
+                      const char* expected, bool required = true) {
+  Field<Row> f = field(name, member, required);
+  f.read = [member, accepts, expected](Row& row, const std::string& cell) {
+    if (!accepts(cell)) throw CellError("'" + cell + "' is not " + expected);
+    row.*member = cell;
+  };
+  return f;
+}
+template <typename Row>
+Field<Row> size_field(std::string Row::*member) {
+  return name_field<Row>("size", member, &is_size_name, "a size (small, default or large)");
+}
+template <typename Row>
+Field<Row> backend_field(std::string Row::*member) {
+  return name_field<Row>("backend", member, &is_backend_name, known_backends_text());
+}
+template <typename Row>
+Field<Row> device_field(std::string Row::*member) {
+  return name_field<Row>("device", member, &is_device_name,
+                         "a device name (lower-case letters, digits and '_', e.g. cpu or cuda)");
+}
+template <typename Row>
+Field<Row> nonempty_field(const char* name, std::string Row::*member, bool required = true) {
+  return name_field<Row>(name, member, [](const std::string& cell) { return !cell.empty(); },
+                         "allowed: the column names what the row measured and cannot be empty", required);
 }
 
 using R = ResultRow;
 const auto& result_fields() {
   static const std::array fields{
-      field("run_id", &R::run_id), field("suite", &R::suite), field("workload", &R::workload),
-      field("size", &R::size), field("backend", &R::backend), field("device", &R::device),
-      field("phase_index", &R::phase_index), field("phase", &R::phase), field("exact", &R::exact),
+      field("run_id", &R::run_id), nonempty_field("suite", &R::suite), nonempty_field("workload", &R::workload),
+      size_field(&R::size), backend_field(&R::backend), device_field(&R::device),
+      count_field("phase_index", &R::phase_index), nonempty_field("phase", &R::phase), field("exact", &R::exact),
       field("status", &R::status), field("reason", &R::reason),
-      field("rel_l2_err", &R::rel_l2_err), field("max_abs_err", &R::max_abs_err),
-      field("tolerance", &R::tolerance), count_field("reps", &R::reps),
+      error_field("rel_l2_err", &R::rel_l2_err), error_field("max_abs_err", &R::max_abs_err),
+      error_field("tolerance", &R::tolerance), count_field("reps", &R::reps),
       time_field("median_ms", &R::median_ms), time_field("min_ms", &R::min_ms), time_field("max_ms", &R::max_ms),
       time_field("ci_low_ms", &R::ci_low_ms), time_field("ci_high_ms", &R::ci_high_ms),
-      field("speedup_vs_prev", &R::speedup_vs_prev),
-      field("speedup_vs_phase0", &R::speedup_vs_phase0),
-      field("speedup_vs_reference", &R::speedup_vs_reference),
-      field("claimed_min", &R::claimed_min), field("claimed_max", &R::claimed_max),
+      rate_field("speedup_vs_prev", &R::speedup_vs_prev),
+      rate_field("speedup_vs_phase0", &R::speedup_vs_phase0),
+      rate_field("speedup_vs_reference", &R::speedup_vs_reference),
+      rate_field("claimed_min", &R::claimed_min), rate_field("claimed_max", &R::claimed_max),
       count_field("host_syncs_per_iter", &R::host_syncs_per_iter),
       count_field("ops_per_iter", &R::ops_per_iter),
       count_field("bytes_alloc_per_iter", &R::bytes_alloc_per_iter), field("gb_per_s", &R::gb_per_s),
@@ -152,8 +202,8 @@ const auto& result_fields() {
       field("speedup_vs_phase0_ci_high", &R::speedup_vs_phase0_ci_high, false),
       field("speedup_vs_reference_ci_low", &R::speedup_vs_reference_ci_low, false),
       field("speedup_vs_reference_ci_high", &R::speedup_vs_reference_ci_high, false),
-      field("iterations_per_rep", &R::iterations_per_rep, false),
-      field("schema", &R::schema, false),
+      count_field("iterations_per_rep", &R::iterations_per_rep, false),
+      count_field("schema", &R::schema, false),
       field("step_output", &R::step_output, false),
       field("step_rel_l2_err", &R::step_rel_l2_err, false),
       field("step_budget", &R::step_budget, false),
@@ -166,8 +216,8 @@ const auto& result_fields() {
 using S = SampleRow;
 const auto& sample_fields() {
   static const std::array fields{
-      field("workload", &S::workload), field("size", &S::size), field("backend", &S::backend),
-      field("device", &S::device), field("phase", &S::phase), count_field("rep", &S::rep),
+      nonempty_field("workload", &S::workload), size_field(&S::size), backend_field(&S::backend),
+      device_field(&S::device), nonempty_field("phase", &S::phase), count_field("rep", &S::rep),
       time_field("ms", &S::ms), field("suite", &S::suite, false), time_field("cpu_ms", &S::cpu_ms, false),
   };
   return fields;

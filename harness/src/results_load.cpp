@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "phasebench/backend.hpp"
 #include "phasebench/errors.hpp"
 #include "results_model.hpp"
 
@@ -120,13 +121,15 @@ std::string sample_key(const SampleRow& sample, const std::map<std::string, std:
 
 // Samples and rows must describe the same cases: a sample of no row, or a timed row whose
 // repetitions are not all in samples.csv, means the two files do not belong together.
-void check_samples_match_rows(const RunData& run, const std::string& samples_path) {
+void check_samples_match_rows(const RunData& run, const std::string& samples_path,
+                              const std::map<std::string, size_t>& first_index) {
   std::map<std::string, const ResultRow*> rows;
   for (const ResultRow& row : run.rows) rows[row_key(row)] = &row;
   for (const auto& [key, samples] : run.samples)
     if (!rows.count(key))
-      throw InputError(samples_path + ": " + std::to_string(samples.size()) + " samples of " + key +
-                       ", which has no row in " + run.results_path + " (files from different runs?)");
+      throw InputError(where(samples_path, first_index.at(key)) + ": " + std::to_string(samples.size()) +
+                       " samples of " + key + ", which has no row in " + run.results_path +
+                       " (files from different runs?)");
   for (size_t i = 0; i < run.rows.size(); ++i) {
     const ResultRow& row = run.rows[i];
     if (row.status != Status::Ok || std::isnan(row.median_ms) || row.reps <= 0) continue;
@@ -153,13 +156,51 @@ void check_run_ids(const RunData& run, const fs::path& machine_path) {
                        machine_path.string() + " is run '" + id + "' (files from different runs?)");
 }
 
+// machine.json is free-form, but the keys the readers trust must have their types: a fingerprint
+// that is a number would read as "no fingerprint", and a run_id that is not a string would skip
+// the run-id check, each silently. (A malformed "complete"/"incomplete" mark reads as incomplete,
+// a malformed "shard" is refused by merge and a malformed "roofline" is reported as missing, each
+// where it is used.)
+void check_machine_types(const nlohmann::json& machine, const fs::path& path) {
+  if (!machine.is_object())
+    throw InputError(path.string() + ": expected a JSON object, found " + std::string(machine.type_name()));
+  for (const char* key : {"fingerprint", "run_id"})
+    if (machine.contains(key) && !machine[key].is_string())
+      throw InputError(path.string() + ": \"" + key + "\" is " + std::string(machine[key].type_name()) +
+                       ", expected a string");
+}
+
 nlohmann::json read_machine(const fs::path& path) {
   if (!fs::exists(path)) return nullptr;
   std::ifstream in(path);
+  nlohmann::json machine;
   try {
-    return nlohmann::json::parse(in);
+    machine = nlohmann::json::parse(in);  // its message names the line and column
   } catch (const nlohmann::json::exception& error) {
     throw InputError(path.string() + " is not valid JSON: " + error.what());
+  }
+  check_machine_types(machine, path);
+  return machine;
+}
+
+// A row of a workload the catalog describes must be one of its phases, under the same name: a
+// row the catalog does not know would be compared and claimed against another phase's entry.
+// (The reverse, a catalog phase with no row, is a case this run did not select or could not run:
+// compare and report list it as missing.)
+void check_rows_in_catalog(const RunData& run, const fs::path& catalog_path) {
+  for (size_t i = 0; i < run.rows.size(); ++i) {
+    const ResultRow& row = run.rows[i];
+    const catalog::WorkloadEntry* entry = run.catalog.find(row.suite, row.workload);
+    if (row.backend == kReferenceBackend || !entry) continue;
+    const PhaseInfo* phase = entry->phase(row.phase_index);
+    if (!phase)
+      throw InputError(where(run.results_path, i) + ": row " + row_name(row) + " is phase " +
+                       std::to_string(row.phase_index) + ", which " + catalog_path.string() + " does not list for " +
+                       entry->name + " (files from different runs?)");
+    if (phase->name != row.phase)
+      throw InputError(where(run.results_path, i) + ", column phase: '" + row.phase + "', but " +
+                       catalog_path.string() + " names phase " + std::to_string(row.phase_index) + " of " +
+                       entry->name + " '" + phase->name + "' (files from different runs?)");
   }
 }
 
@@ -179,15 +220,17 @@ IndexedSamples index_samples(const std::vector<SampleRow>& samples, const std::v
     bool operator<(const Repetition& other) const { return rep < other.rep; }
   };
   std::map<std::string, std::vector<Repetition>> by_rep;
+  IndexedSamples indexed;
   for (size_t i = 0; i < samples.size(); ++i) {
     const SampleRow& sample = samples[i];
-    auto& reps = by_rep[sample_key(sample, by_key_without_suite)];
+    const std::string key = sample_key(sample, by_key_without_suite);
+    auto& reps = by_rep[key];
+    indexed.first_index.emplace(key, i);
     if (std::any_of(reps.begin(), reps.end(), [&](const Repetition& r) { return r.rep == sample.rep; }))
       throw InputError(where(source, i) + ": repetition " + std::to_string(sample.rep) + " of " + row_key(sample) +
                        " appears twice");
     reps.push_back({sample.rep, sample.ms, sample.cpu_ms});
   }
-  IndexedSamples indexed;
   for (auto& [key, reps] : by_rep) {
     std::sort(reps.begin(), reps.end());
     for (const Repetition& rep : reps) {
@@ -218,10 +261,11 @@ RunData load_run(const std::string& path) {
   IndexedSamples indexed = index_samples(run.sample_rows, run.rows, samples.string());
   run.samples = std::move(indexed.wall);
   run.cpu_samples = std::move(indexed.cpu);
-  check_samples_match_rows(run, samples.string());
+  check_samples_match_rows(run, samples.string(), indexed.first_index);
   run.machine = read_machine(dir / "machine.json");
   check_run_ids(run, dir / "machine.json");
   run.catalog = catalog::read(dir);
+  check_rows_in_catalog(run, dir / catalog::kFileName);
   // The recorded timing columns are the run's record; its claims are the catalog's.
   derive_columns(run.rows, {nullptr, &run.catalog, std::nullopt});
   return run;

@@ -65,6 +65,7 @@ std::string row_name(const ResultRow& row);
 
 struct IndexedSamples {
   SampleIndex wall, cpu;
+  std::map<std::string, size_t> first_index;  // by key: the index in `samples` of its first sample
 };
 /// `samples` by the key of the row each belongs to. Older samples.csv files have no suite: such a
 /// sample belongs to the one row of `rows` that matches the rest. Throws InputError (naming

@@ -62,6 +62,14 @@ struct SampleRow {
   double cpu_ms = kMissing;
 };
 
+/// What the readers accept in a row's naming columns: one of the sizes; a backend of this
+/// phasebench (every backend folder, built here or not: a run from a machine with CUDA still
+/// reads); a device name as backends spell it ("cpu", "cuda", Kokkos' "hip", ...).
+bool is_size_name(const std::string& text);
+bool is_backend_name(const std::string& text);
+bool is_device_name(const std::string& text);
+const char* known_backends_text();  // "a backend (reference, torch, ...)"
+
 std::vector<std::string> results_columns();
 std::vector<std::string> samples_columns();
 

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The fuzz stage of CI: builds the libFuzzer harnesses of tests/fuzz with clang-14 (only the core,
+# the workloads and the reference backend: a few minutes) and runs each one for
+# ${PHASEBENCH_FUZZ_SECONDS:-30} s. Each run first replays its committed corpus
+# (tests/fuzz/corpus/<harness>/), which holds every input a past run crashed on, so a regression
+# fails here. New inputs go to a scratch directory, never into the committed corpus; a crash's
+# input is kept in ${PHASEBENCH_FUZZ_ARTIFACTS:-build-fuzz/artifacts} and fails the stage.
+# The long runs quoted in docs/reliability.md: PHASEBENCH_FUZZ_SECONDS=1800 bash ci/fuzz.sh HARNESS
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${PHASEBENCH_FUZZ_BUILD_DIR:-build-fuzz}
+seconds=${PHASEBENCH_FUZZ_SECONDS:-30}
+artifacts=${PHASEBENCH_FUZZ_ARTIFACTS:-$build_dir/artifacts}
+harnesses=("$@")
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(results_csv samples_csv machine_json catalog_json command_line)
+
+start=$(date +%s)
+if [ ! -f "$build_dir/CMakeCache.txt" ]; then
+  CC=clang-14 CXX=clang++-14 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DPHASEBENCH_FUZZ=ON -DPHASEBENCH_BUILD_TESTS=OFF -DPHASEBENCH_WITH_TORCH=OFF -DPHASEBENCH_WITH_KOKKOS=OFF \
+    -DPHASEBENCH_WITH_ONEDNN=OFF -DPHASEBENCH_WITH_CUDA=OFF ${PHASEBENCH_CMAKE_ARGS:-}
+fi
+cmake --build "$build_dir" -j "$(nproc)" --target fuzzers
+echo "fuzz: built in $(( $(date +%s) - start )) s"
+
+# alloc_dealloc_mismatch=0: clang-14's libFuzzer itself allocates with new(nothrow) and frees with
+# free() in Fuzzer::ReadAndExecuteSeedCorpora (every frame of the report is libFuzzer's, on its
+# first, empty input, before any of our code runs). Our code's mismatches are still caught by
+# ci/sanitize.sh, where the check stays on.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-alloc_dealloc_mismatch=0}
+mkdir -p "$artifacts"
+for harness in "${harnesses[@]}"; do
+  scratch=$(mktemp -d)
+  dictionary=tests/fuzz/$harness.dict
+  dict_option=()
+  [ -f "$dictionary" ] && dict_option=(-dict="$dictionary")
+  log=$artifacts/$harness.log
+  echo "fuzz: $harness for $seconds s (log: $log)"
+  status=0
+  "$build_dir/tests/fuzz/fuzz_$harness" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 -artifact_prefix="$artifacts/$harness-" "${dict_option[@]}" \
+    "$scratch" "tests/fuzz/corpus/$harness" >"$log" 2>&1 || status=$?
+  rm -rf "$scratch"
+  grep -E "^#[0-9]+[[:space:]]+(INITED|DONE)|^stat::(number_of_executed_units|peak_rss)|SUMMARY|Test unit written" "$log" || true
+  if [ "$status" -ne 0 ]; then
+    tail -40 "$log"
+    echo "fuzz: $harness failed (exit $status); a crash's input is in $artifacts: fix it, then add the input to tests/fuzz/corpus/$harness/"
+    exit 1
+  fi
+done
+echo "fuzz: ${#harnesses[@]} harnesses, $(( $(date +%s) - start )) s in all"
