@@ -216,10 +216,13 @@ def list_sources(root, folder, suffixes):
 
 
 def test_suites_in(root, test_files):
+    """gtest filter patterns for the test suites of these files; a parameterized suite's tests are
+    named Instance/Suite.Test/N."""
     names = set()
     for path in test_files:
         text = open(os.path.join(root, path), encoding="utf-8").read()
-        names.update(re.findall(r"^TEST(?:_F|_P)?\((\w+),", text, re.M))
+        names.update(re.findall(r"^TEST(?:_F)?\((\w+),", text, re.M))
+        names.update("*/" + name for name in re.findall(r"^TEST_P\((\w+),", text, re.M))
     return sorted(names)
 
 
@@ -618,6 +621,7 @@ def parse_args():
     parser.add_argument("--rerun", help="a mutants.csv: run its survived and crashed mutants again")
     parser.add_argument("--shard", default="1/1", help="I/N: run every Nth sampled mutant from the Ith "
                         "(N copies of the tree, each with its own build, run side by side)")
+    parser.add_argument("--keys", nargs="+", metavar="KEY", help="run these mutants (keys as --list prints them)")
     parser.add_argument("--skip", nargs="+", default=[], metavar="CSV",
                         help="leave out the mutants already in these mutants.csv(.partial) files (to resume)")
     parser.add_argument("--summarize", nargs="+", metavar="CSV", help="print the summary of mutants.csv files")
@@ -655,6 +659,8 @@ def select_mutants(args, plans):
     everything = []
     for path in sorted(plans):
         everything += mutants_of(path, open(os.path.join(args.root, path), encoding="utf-8").read())
+    if args.keys:
+        return [m for m in everything if m.key in set(args.keys)]
     if args.rerun:
         wanted = {r["key"] for r in csv.DictReader(open(args.rerun, encoding="utf-8"))
                   if r["outcome"] in ("survived", "crashed")}
