@@ -624,7 +624,8 @@ def parse_args():
     parser.add_argument("--keys", nargs="+", metavar="KEY", help="run these mutants (keys as --list prints them)")
     parser.add_argument("--skip", nargs="+", default=[], metavar="CSV",
                         help="leave out the mutants already in these mutants.csv(.partial) files (to resume)")
-    parser.add_argument("--summarize", nargs="+", metavar="CSV", help="print the summary of mutants.csv files")
+    parser.add_argument("--summarize", nargs="+", metavar="CSV", help="print the summary of mutants.csv files "
+                        "(a mutant in several counts with its outcome in the last)")
     parser.add_argument("--list", action="store_true", help="list the sampled mutants and run nothing")
     parser.add_argument("--out", help="directory to create for mutants.csv and summary.txt")
     parser.add_argument("--allowlist", help="equivalent mutants (default: ci/mutation-equivalent.txt)")
@@ -727,7 +728,12 @@ def main():
     args = parse_args()
     allowlist = load_allowlist(args.allowlist)
     if args.summarize:
-        rows = [r for path in args.summarize for r in csv.DictReader(open(path, encoding="utf-8"))]
+        latest = {}  # a mutant run again (after a fix) counts with its latest outcome
+        for path in args.summarize:
+            for r in csv.DictReader(open(path, encoding="utf-8")):
+                latest.pop(r["key"], None)
+                latest[r["key"]] = r
+        rows = list(latest.values())
         for r in rows:  # the allowlist as it is now: an entry added after the run applies
             if r["outcome"] == "crashed":
                 r["outcome"] = error_outcome(r["detail"])[0]
