@@ -93,13 +93,16 @@ ArrayMap hamiltonian_by_cuda_bodies(const ArrayMap& inputs, const PhasePlan& pla
   return {{geo::kHamiltonian, HostArray::from_floats(field.shape, h.data(), n)}};
 }
 
-/// The z_kernel's one block: per-thread partial sums, then the pairwise tree.
+/// The z_kernel's one block: per-thread partial sums, then the pairwise tree. The threads of a
+/// level run last to first, so a slot read after another thread of the same level wrote it (a race
+/// on the device) changes the sum; the shared array is followed by NaN, so a read past the block's
+/// slots shows too.
 float z_by_cuda_bodies(const std::vector<float>& f, const std::vector<float>& e, const float* w, int64_t count) {
   namespace body = pb::cuda_backend::bayesian;
-  std::vector<double> partials(body::kReductionThreads);
+  std::vector<double> partials(2 * body::kReductionThreads, std::numeric_limits<double>::quiet_NaN());
   for (int t = 0; t < body::kReductionThreads; ++t) partials[t] = body::partial_z(f.data(), e.data(), w, count, t);
   for (int half = body::kReductionThreads / 2; half > 0; half /= 2)
-    for (int t = 0; t < body::kReductionThreads; ++t) body::tree_step(partials.data(), t, half);
+    for (int t = body::kReductionThreads - 1; t >= 0; --t) body::tree_step(partials.data(), t, half);
   return static_cast<float>(partials[0]);
 }
 

@@ -50,7 +50,10 @@ class BayesianKokkos final : public Variant {
     z_ = Scalar("bayesian/Z");
   }
 
+  // w_ too: a weight left unwritten would otherwise keep what the allocator handed back (in verify
+  // often the previous phase's correct weights) and pass.
   void poison_outputs() override {
+    fill_nan(w_);
     fill_nan(posterior_);
     fill_nan(update_);
   }

@@ -51,7 +51,16 @@ class HamiltonianKokkos final : public Variant {
     }
   }
 
-  void poison_outputs() override { fill_nan(h_); }
+  // The intermediate views too: a value the stencil forgets to write would otherwise keep what the
+  // allocator handed back, in verify often the previous phase's correct lap, and pass.
+  void poison_outputs() override {
+    fill_nan(h_);
+    if (!compiled_) {
+      fill_nan(lap_);
+      fill_nan(kinetic_);
+      fill_nan(potential_);
+    }
+  }
 
   void run() override {
     if (compiled_) return fused();

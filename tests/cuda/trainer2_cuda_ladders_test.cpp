@@ -16,6 +16,7 @@
 #include <cstring>
 #include <map>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -258,6 +259,14 @@ TEST(Trainer2CudaBodies, MetricUpdateMatchesTheReference) {
     ref::metric_update<double>(u64, theta64, lior_diff, g64);
     for (int i = 0; i < cu::kDim; ++i) EXPECT_NEAR(g[i], g64[i], 1e-5 * std::abs(g64[i])) << "Δ " << lior_diff << " i " << i;
   }
+}
+
+// The fused retrieval's shared memory holds K weights and two blocks of partials: exactly 48 KiB
+// fits without opting in, one float more does not (no suite size comes near the limit).
+TEST(Trainer2CudaBodies, FusedRetrievalFitsUpToExactly48KiB) {
+  const int64_t largest = 48 * 1024 / static_cast<int64_t>(sizeof(float)) - 2 * cu::kBlockThreads;
+  EXPECT_NO_THROW(cu::require_fused_retrieval_fits(largest));
+  EXPECT_THROW(cu::require_fused_retrieval_fits(largest + 1), std::invalid_argument);
 }
 
 // The host's progress log (what the host reads each step, or once per window) holds the

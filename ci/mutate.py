@@ -1,0 +1,775 @@
+#!/usr/bin/env python3
+"""Mutation testing of phasebench's checks (issue 17, item 3).
+
+Applies one-line mutations to the optimized variants (optimized/*/*.cpp, *.hpp and the CUDA
+host-device bodies), one at a time, rebuilds incrementally, and runs the check that should notice:
+`phasebench verify --size small --seeds 2` on the affected workload (the whole suite for a shared
+engine file), or, for a CUDA host-device file, the host tests that run its bodies
+(build/tests/phasebench_tests with a gtest filter). Outcomes:
+
+  caught      verify exits 1 with a FAIL row (or a host test fails an assertion)
+  error       verify exits 1 with an ERROR row from an exception the variant threw (a bounds check
+              in the code or a library refused the mutant): seen, but not by a check of the numbers
+  crashed     verify's worker or the test binary crashed, or a check timed out
+  survived    every check passed
+  not-viable  the mutant does not compile (excluded from the score)
+  equivalent  listed in ci/mutation-equivalent.txt with a reason (excluded from the score)
+
+The score is caught / (caught + error + crashed + survived); the summary also gives the share
+seen at all (caught + error). Only the host objects that include the
+mutated file are recompiled and the binaries relinked with ninja's own link command (the CUDA
+objects, which no device runs here, are not rebuilt); the unmutated objects and binaries are kept
+aside and put back with the file's text and mtime after each mutant, also when the script is
+interrupted. `--batch N` builds up to N mutants in independent files and checks together (one
+link, `--jobs` compiles in parallel). Standard library only.
+
+  ci/mutate.py --list [--sample N --seed S]          show the mutants, run nothing
+  ci/mutate.py --sample 110 --seed 1 --batch 2 --out DIR   the full run (docs/reliability-mutation.md)
+  ci/mutate.py --sample 3 --seed 1 --out DIR         a smoke
+  ci/mutate.py --rerun DIR/mutants.csv --out DIR2    re-run the survivors of an earlier run
+  ci/mutate.py --summarize DIR/mutants.csv...        the summary of one or more runs
+"""
+import argparse
+import collections
+import csv
+import hashlib
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+CPU_BACKENDS = ("reference", "torch", "kokkos", "onednn")
+CSV_FIELDS = ("key", "file", "line", "kind", "original", "mutated", "outcome", "detail", "seconds")
+COUNTED = ("caught", "error", "crashed", "survived")
+
+
+class Mutant:
+    def __init__(self, path, line, kind, original, mutated):
+        self.path, self.line, self.kind = path, line, kind
+        self.original, self.mutated = original, mutated
+        digest = hashlib.sha1((original.strip() + "\n" + mutated.strip()).encode()).hexdigest()[:10]
+        # Keyed by content, not line number, so an allowlist entry survives edits elsewhere in the file.
+        self.key = "%s:%s:%s" % (path, kind, digest)
+
+
+# ---------------------------------------------------------------- mutation operators
+
+OPERAND = r"(?:[A-Za-z_][\w:.]*(?:->\w+)*(?:\[[^\]]*\]|\([^()]*\))*|\d+(?:\.\d*)?(?:e-?\d+)?f?)"
+FLOAT_LITERAL = re.compile(r"(?<![\w.])(\d+\.\d*|\d*\.\d+|\d+)(e-?\d+)?(f?)(?![\w.])")
+
+
+def replace_each(line, pattern, replacement):
+    """One mutated line per occurrence of pattern (a regex), each replaced alone."""
+    out = []
+    for match in re.finditer(pattern, line):
+        new = match.expand(replacement) if isinstance(replacement, str) else replacement(match)
+        if new is not None and new != match.group(0):
+            out.append(line[:match.start()] + new + line[match.end():])
+    return out
+
+
+def swap_operators(line):
+    swaps = {" + ": " - ", " - ": " + ", " * ": " / ", " / ": " * ",
+             " += ": " -= ", " -= ": " += ", " *= ": " /= ", " /= ": " *= "}
+    return replace_each(line, r" (?:\+|-|\*|/)=? ", lambda m: swaps.get(m.group(0)))
+
+
+def change_comparisons(line):
+    swaps = {" < ": " <= ", " <= ": " < ", " > ": " >= ", " >= ": " > "}
+    return replace_each(line, r" (?:<=?|>=?) ", lambda m: swaps.get(m.group(0)))
+
+
+def off_by_one_bounds(line):
+    """`i < n;` (a loop bound) -> `i < n - 1;` and `i <= n;`."""
+    if "for (" not in line:
+        return []
+    mutants = []
+    for match in re.finditer(r"(\w+) < ([^;]+);", line):
+        bound = match.group(2)
+        wrapped = bound if re.fullmatch(r"[\w.()\->:]+", bound) else "(" + bound + ")"
+        for new in ("%s < %s - 1;" % (match.group(1), wrapped), "%s <= %s;" % (match.group(1), bound)):
+            mutants.append(line[:match.start()] + new + line[match.end():])
+    return mutants
+
+
+def drop_terms(line):
+    """`a + b` -> `a`: the right operand of a + or - and any * or / chained to it removed."""
+    pattern = r" [+-] %s(?: [*/] %s)*" % (OPERAND, OPERAND)
+    out = []
+    for match in re.finditer(pattern, line):
+        before = line[:match.start()]
+        if before.rstrip().endswith(("=", "(", ",", "return", "?", ":")):
+            continue  # a unary minus, not a term
+        out.append(before + line[match.end():])
+    return out
+
+
+def change_constants(line):
+    """Floating constants: 1e-5 -> 1e-3, otherwise halved (0.5 -> 0.25); small integers in
+    arithmetic (`* 2`, `+ 1`) -> one more."""
+    def float_mutant(match):
+        number, exponent, suffix = match.groups()
+        if exponent:
+            power = int(exponent[1:])
+            return "%se%d%s" % (number, power + 2 if power < 0 else power - 2, suffix)
+        if "." not in number:
+            return None
+        halved = repr(float(number) / 2)
+        return halved + suffix if float(number) != 0 else None
+
+    def integer_mutant(match):
+        return "%s%d" % (match.group(1), int(match.group(2)) + 1)
+
+    return (replace_each(line, FLOAT_LITERAL, float_mutant)
+            + replace_each(line, r"([*/+-] )(\d)(?![\w.])", integer_mutant))
+
+
+def swap_indices(line):
+    """`[i][j]` -> `[j][i]` and a 2-index view or accessor `v(i, j)` -> `v(j, i)`."""
+    out = replace_each(line, r"\[(\w+)\]\[(\w+)\]", r"[\2][\1]")
+    out += replace_each(line, r"(\w)\((\w+), (\w+)\)(?!\s*[{;:]\s*$)",
+                        lambda m: None if m.group(2) == m.group(3) or m.group(2).isdigit()
+                        else "%s(%s, %s)" % (m.group(1), m.group(3), m.group(2)))
+    return out
+
+
+OPERATORS = (("operator", swap_operators), ("bound", off_by_one_bounds),
+             ("comparison", change_comparisons), ("drop-term", drop_terms),
+             ("constant", change_constants), ("swap-index", swap_indices))
+
+
+def code_lines(text):
+    """(line number, line) for lines of code: comments, preprocessor lines, strings and
+    declarations-only lines left out."""
+    in_block_comment = False
+    for number, line in enumerate(text.split("\n"), start=1):
+        stripped = line.strip()
+        if in_block_comment:
+            in_block_comment = "*/" not in stripped
+            continue
+        if stripped.startswith("/*"):
+            in_block_comment = "*/" not in stripped
+            continue
+        if not stripped or stripped.startswith(("//", "#", "*")) or '"' in line:
+            continue
+        if "static_assert" in line or "template <" in line:
+            continue
+        yield number, line.split("//")[0].rstrip()
+
+
+def mutants_of(path, text):
+    mutants = []
+    lines = text.split("\n")
+    for number, code in code_lines(text):
+        comment = lines[number - 1][len(code):]
+        seen = set()  # `i <= n` is both a bound and a comparison mutant: kept once, under the first kind
+        for kind, operator in OPERATORS:
+            for mutated in operator(code):
+                if mutated not in seen:
+                    seen.add(mutated)
+                    mutants.append(Mutant(path, number, kind, lines[number - 1], mutated + comment))
+    return mutants
+
+
+# ---------------------------------------------------------------- which check sees a file
+
+INCLUDE = re.compile(r'#include "([^"]+)"')
+
+
+def includers(root, target, sources):
+    """The files among sources that include target, directly or through other headers."""
+    found, frontier = set(), {target}
+    texts = {s: open(os.path.join(root, s), encoding="utf-8").read() for s in sources}
+    while frontier:
+        new = set()
+        for source, text in texts.items():
+            if source in found:
+                continue
+            names = set(INCLUDE.findall(text))
+            if any(f in names or os.path.basename(f) in {os.path.basename(n) for n in names} for f in frontier):
+                found.add(source)
+                new.add(source)
+        frontier = new
+    return found
+
+
+class CheckPlan:
+    """For one optimized file: the verify selection and the host tests that exercise it."""
+
+    def __init__(self, verify_args, test_filter, label, suite, backends):
+        self.verify_args, self.test_filter, self.label = verify_args, test_filter, label
+        self.suite, self.backends = suite, set(backends)
+        self.objects = []  # filled from the build's dependency log before a run
+
+
+def list_sources(root, folder, suffixes):
+    out = []
+    for directory, _, files in os.walk(os.path.join(root, folder)):
+        for name in files:
+            if name.endswith(suffixes):
+                out.append(os.path.relpath(os.path.join(directory, name), root))
+    return sorted(out)
+
+
+def test_suites_in(root, test_files):
+    """gtest filter patterns for the test suites of these files; a parameterized suite's tests are
+    named Instance/Suite.Test/N."""
+    names = set()
+    for path in test_files:
+        text = open(os.path.join(root, path), encoding="utf-8").read()
+        names.update(re.findall(r"^TEST(?:_F)?\((\w+),", text, re.M))
+        names.update("*/" + name for name in re.findall(r"^TEST_P\((\w+),", text, re.M))
+    return sorted(names)
+
+
+def plan_for(root, path, workloads, all_sources, tests):
+    suite = path.split("/")[1]
+    stem = os.path.splitext(os.path.basename(path))[0]
+    workload, _, role = stem.partition("-")
+    is_cuda = "cuda" in role
+    variant_users = [s for s in includers(root, path, all_sources) if s.endswith(".cpp")]
+    if path.endswith(".cpp"):
+        variant_users.append(path)
+    backends = sorted({os.path.splitext(os.path.basename(s))[0].partition("-")[2] for s in variant_users}
+                      & set(CPU_BACKENDS))
+    verify_args = None
+    if backends and not is_cuda:
+        # cnn_rollout-*.cpp registers cnn_rollout_autoregressive and its siblings
+        workload_part = workload + "(_[^/]*)?" if workload in workloads.get(suite, ()) else "[^/]+"
+        backend_part = backends[0] if len(backends) == 1 else "(%s)" % "|".join(backends)
+        verify_args = ["--suite", suite, "--filter", "^%s/%s/%s/" % (suite, workload_part, backend_part)]
+    test_files = sorted(includers(root, path, tests))
+    test_filter = None
+    if test_files and (is_cuda or verify_args is None or path.endswith((".hpp", ".cuh"))):
+        test_filter = ":".join(name + ".*" for name in test_suites_in(root, test_files))
+    if verify_args is None and test_filter is None:
+        return None
+    label = " ".join(verify_args) if verify_args else ""
+    if test_filter:
+        label += (" + " if label else "") + "tests " + test_filter
+    plan = CheckPlan(verify_args, test_filter, label, suite, backends)
+    plan.path = path
+    return plan
+
+
+def registered_workloads(all_sources):
+    """suite -> workloads: a workload is what has an optimized/<suite>/<workload>-reference.cpp."""
+    workloads = collections.defaultdict(set)
+    for path in all_sources:
+        if path.endswith("-reference.cpp"):
+            workloads[path.split("/")[1]].add(os.path.basename(path)[:-len("-reference.cpp")])
+    return workloads
+
+
+# ---------------------------------------------------------------- running one mutant
+
+def run_limited(command, cwd, limit, env=None):
+    """(return code or None on timeout, combined output); the whole process group is ended."""
+    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, start_new_session=True, env=env)
+    try:
+        output, _ = process.communicate(timeout=limit)
+        return process.returncode, output
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        return None, output
+    except BaseException:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        raise
+
+
+def build(args, target, limit):
+    command = ["nice", "-n", str(args.nice), "cmake", "--build", args.build, "--target", target,
+               "-j", str(args.jobs)]
+    return run_limited(command, args.root, limit)
+
+
+def ninja(args, arguments, limit):
+    return run_limited(["nice", "-n", str(args.nice), "ninja", "-C", args.build, "-j", str(args.jobs)]
+                       + arguments, args.root, limit)
+
+
+def dependency_log(args):
+    """object -> its recorded dependencies (ninja's deps log), host-compiled objects only: no device
+    runs the CUDA objects here, and nvcc would cost minutes per mutant."""
+    code, output = run_limited(["ninja", "-C", args.build, "-t", "deps"], args.root, 300)
+    deps, current = collections.defaultdict(set), None
+    for line in output.splitlines():
+        if line and not line.startswith(" "):
+            current = line.split(":")[0]
+        elif current and line.strip() and not current.endswith(".cu.o"):
+            deps[current].add(line.strip())
+    return deps
+
+
+def objects_including(deps, args, path):
+    target = os.path.normpath(os.path.join(args.root, path))
+    name = os.path.basename(path)
+    return sorted(o for o, files in deps.items()
+                  if any(f.endswith(name) and os.path.normpath(os.path.join(args.build, f)) == target for f in files))
+
+
+def link_command(args, binary):
+    """ninja's own link command of a binary, run by hand so that stale CUDA objects are not rebuilt."""
+    code, output = run_limited(["ninja", "-C", args.build, "-t", "commands", binary], args.root, 120)
+    return output.strip().splitlines()[-1]
+
+
+BACKUP = ".mutate-original"
+
+
+def back_up(path):
+    """Keep a file's unmutated build product (mtime included) to put back afterwards."""
+    if os.path.exists(path):
+        shutil.copy2(path, path + BACKUP)
+
+
+def put_back(path):
+    if os.path.exists(path + BACKUP):
+        os.replace(path + BACKUP, path)
+        return True
+    return False
+
+
+def binaries_of(args, plan):
+    return ([os.path.join(args.build, "phasebench")] if plan.verify_args else []) + \
+           ([os.path.join(args.build, "tests", "phasebench_tests")] if plan.test_filter else [])
+
+
+def rebuild(args, objects, binaries, limit):
+    """Compile the host objects that include the mutated files and link the binaries the checks run,
+    keeping the unmutated objects and binaries aside. (return code or None, output)."""
+    for name in objects:
+        back_up(os.path.join(args.build, name))
+    code, output = ninja(args, objects, limit)
+    if code != 0:
+        return code, output
+    for binary in binaries:
+        back_up(binary)
+        code, linked = run_limited(["nice", "-n", str(args.nice), "sh", "-c",
+                                    link_command(args, os.path.relpath(binary, args.build))], args.build, limit)
+        if code != 0:
+            return code, output + linked
+    return 0, output
+
+
+def restore_build(args, objects, binaries):
+    """After the original texts and mtimes are back: the kept objects and binaries back too, so the
+    build is as it was (CUDA objects current, nothing to recompile); an object without a kept
+    original is recompiled (a compiler-cache hit)."""
+    missing = []
+    for name in objects:
+        if not put_back(os.path.join(args.build, name)):
+            missing.append(name)
+            if os.path.exists(os.path.join(args.build, name)):
+                os.remove(os.path.join(args.build, name))
+    for binary in binaries:
+        put_back(binary)
+    if missing:
+        ninja(args, missing, args.build_limit)
+
+
+def error_outcome(detail):
+    """An ERROR row is a crash when the worker died or hung; otherwise the variant threw (a bounds
+    check, a library's own argument check): seen, but not by a check of the numbers."""
+    crashed = "crashed:" in detail or "timed out" in detail or not detail.startswith("ERROR")
+    return ("crashed" if crashed else "error"), detail
+
+
+def judge_verify(code, output):
+    rows = re.findall(r"^(OK|FAIL|MISTRUSTED|ERROR|SKIPPED|UNSUPPORTED|CAUGHT)\s+(\S+)\s+seed (\d+)\s+(.*)$",
+                      output, re.M)
+    summary = re.search(r"verify: (\d+) passed, (\d+) failed", output)
+    if code is None:
+        return "crashed", "verify timed out"
+    failed = [r for r in rows if r[0] in ("FAIL", "MISTRUSTED")]
+    if code == 1 and failed:
+        return "caught", "%s %s seed %s: %s" % (failed[0][0], failed[0][1], failed[0][2], failed[0][3][:160])
+    errors = [r for r in rows if r[0] == "ERROR"]
+    if errors:
+        return error_outcome("ERROR %s seed %s: %s" % (errors[0][1], errors[0][2], errors[0][3][:160]))
+    if code != 0:
+        return "crashed", "verify exited %s: %s" % (code, output.strip().splitlines()[-1][:160] if output.strip() else "")
+    if not summary or int(summary.group(1)) == 0:
+        return "crashed", "verify selected nothing"
+    return "survived", "verify: %s passed" % summary.group(1)
+
+
+def judge_tests(code, output):
+    if code is None:
+        return "crashed", "host tests timed out"
+    failures = re.findall(r"^\[  FAILED  \] (\S+)", output, re.M)
+    if code == 0:
+        ran = re.search(r"\[==========\] (\d+) tests? from", output)
+        if not ran or int(ran.group(1)) == 0:
+            return "crashed", "host tests selected nothing"
+        return "survived", "host tests: %s passed" % ran.group(1)
+    if failures and code == 1:
+        return "caught", "host test failed: " + failures[0]
+    return "crashed", "host tests exited %s" % code
+
+
+def check(args, plan):
+    """(outcome, detail) of a plan's checks on the built mutant."""
+    verdicts = []
+    if plan.verify_args:
+        command = [os.path.join(args.build, "phasebench"), "verify", "--size", "small", "--seeds", "2",
+                   "--hang-timeout", str(args.check_limit)] + plan.verify_args
+        verdicts.append(judge_verify(*run_limited(command, args.root, args.check_limit + 30)))
+    if plan.test_filter and not any(v[0] == "caught" for v in verdicts):
+        command = [os.path.join(args.build, "tests", "phasebench_tests"), "--gtest_filter=" + plan.test_filter]
+        verdicts.append(judge_tests(*run_limited(command, args.root, args.check_limit)))
+    for outcome in ("caught", "error", "crashed", "survived"):
+        for verdict in verdicts:
+            if verdict[0] == outcome:
+                return verdict
+    return verdicts[0]
+
+
+class MutatedTree:
+    """Writes a batch of mutants (each in its own file) and puts the original texts, mtimes,
+    objects and binaries back on every way out, SIGTERM included."""
+
+    def __init__(self, args, mutants, plans):
+        self.args, self.mutants = args, mutants
+        self.objects = sorted({o for m in mutants for o in plans[m.path].objects})
+        self.binaries = sorted({b for m in mutants for b in binaries_of(args, plans[m.path])})
+        self.originals = {}
+
+    def __enter__(self):
+        self.previous = signal.signal(signal.SIGTERM, self.on_signal)
+        for mutant in self.mutants:
+            path = os.path.join(self.args.root, mutant.path)
+            text = open(path, encoding="utf-8").read()
+            self.originals[path] = (text, os.stat(path).st_mtime)
+            lines = text.split("\n")
+            lines[mutant.line - 1] = mutant.mutated
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("\n".join(lines))
+        return self
+
+    def on_signal(self, signum, frame):
+        raise KeyboardInterrupt("signal %d" % signum)
+
+    def __exit__(self, *exc):
+        try:
+            for path, (text, mtime) in self.originals.items():
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(text)
+                os.utime(path, (mtime, mtime))  # so the CUDA objects that include it stay current
+            restore_build(self.args, self.objects, self.binaries)
+        finally:
+            signal.signal(signal.SIGTERM, self.previous)
+        return False
+
+
+def stale(args, mutant):
+    lines = open(os.path.join(args.root, mutant.path), encoding="utf-8").read().split("\n")
+    return len(lines) < mutant.line or lines[mutant.line - 1] != mutant.original
+
+
+def run_batch(args, mutants, plans):
+    """[(outcome, detail)] of mutants in independent files and checks, built and linked together."""
+    if any(stale(args, m) for m in mutants):
+        return [("not-viable", "the line changed since the mutant was listed") if stale(args, m)
+                else run_batch(args, [m], plans)[0] for m in mutants]
+    with MutatedTree(args, mutants, plans) as tree:
+        code, output = rebuild(args, tree.objects, tree.binaries, args.build_limit)
+        if code == 0:
+            return [check(args, plans[m.path]) for m in mutants]
+    if len(mutants) > 1:  # which one does not compile: one at a time
+        return [result for m in mutants for result in run_batch(args, [m], plans)]
+    if code is None:
+        return [("not-viable", "build timed out")]
+    errors = [l for l in output.splitlines() if "error" in l]
+    return [("not-viable", (errors[0] if errors else "build failed")[:200])]
+
+
+def conflicts(plan, other):
+    """Two mutants can share a build when no object, binary check or selected suite/backend overlaps."""
+    if set(plan.objects) & set(other.objects):
+        return True
+    if plan.test_filter or other.test_filter:  # a host test may run any variant of its suite
+        return plan.suite == other.suite or bool(plan.test_filter and other.test_filter)
+    return plan.suite == other.suite and (plan.backends & other.backends or not plan.backends or not other.backends)
+
+
+def batches(mutants, plans, size):
+    pending, out = list(mutants), []
+    while pending:
+        batch = [pending.pop(0)]
+        for candidate in list(pending):
+            if len(batch) == size:
+                break
+            if not any(conflicts(plans[candidate.path], plans[m.path]) for m in batch):
+                batch.append(candidate)
+                pending.remove(candidate)
+        out.append(batch)
+    return out
+
+
+# ---------------------------------------------------------------- selection, output
+
+def load_allowlist(path):
+    entries = {}
+    if not os.path.exists(path):
+        return entries
+    for number, line in enumerate(open(path, encoding="utf-8"), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, _, reason = line.partition(" ")
+        if not reason.strip():
+            sys.exit("mutate.py: %s:%d: an equivalent mutant needs a reason after its key" % (path, number))
+        entries[key] = reason.strip()
+    return entries
+
+
+def group_of(mutant):
+    return group_of_path(mutant.path)
+
+
+def group_of_path(path):
+    parts = path.split("/")
+    role = os.path.splitext(parts[2])[0].partition("-")[2]
+    backend = next((b for b in CPU_BACKENDS + ("cuda",) if b in role), "shared")
+    return parts[1], backend
+
+
+def interleave_kinds(members, rng):
+    """A seeded shuffle of each kind, dealt kind by kind, so the commonest kind does not crowd out the rest."""
+    by_kind = collections.defaultdict(list)
+    for mutant in members:
+        by_kind[mutant.kind].append(mutant)
+    decks = []
+    for kind in sorted(by_kind):
+        rng.shuffle(by_kind[kind])
+        decks.append(by_kind[kind])
+    dealt = []
+    while any(decks):
+        for deck in decks:
+            if deck:
+                dealt.append(deck.pop())
+    return dealt[::-1]  # popped from the end by sample()
+
+
+def sample(mutants, count, seed):
+    """Spread over (suite, backend) groups: a seeded shuffle inside each group, then round-robin."""
+    rng = random.Random(seed)
+    groups = collections.defaultdict(list)
+    for mutant in mutants:
+        groups[group_of(mutant)].append(mutant)
+    queues = []
+    for key in sorted(groups):
+        queues.append(interleave_kinds(groups[key], rng))
+    picked = []
+    while len(picked) < count and any(queues):
+        for queue in queues:
+            if queue and len(picked) < count:
+                picked.append(queue.pop())
+    return picked
+
+
+def summary_text(rows, elapsed):
+    counts = collections.Counter(r["outcome"] for r in rows)
+    viable = sum(counts[o] for o in COUNTED)
+    share = lambda n: 100.0 * n / viable if viable else 0.0
+    lines = ["mutants: %d  caught %d  error %d  crashed %d  survived %d  not viable %d  equivalent %d" % (
+                 len(rows), counts["caught"], counts["error"], counts["crashed"], counts["survived"],
+                 counts["not-viable"], counts["equivalent"]),
+             "score: %d / %d viable non-equivalent = %.1f%% caught by a check" % (
+                 counts["caught"], viable, share(counts["caught"])),
+             "seen at all (caught or error): %d / %d = %.1f%%" % (
+                 counts["caught"] + counts["error"], viable, share(counts["caught"] + counts["error"])),
+             "time: %.0f s of mutant runs" % elapsed, "by suite and backend:"]
+    by_group = collections.defaultdict(collections.Counter)
+    for r in rows:
+        by_group["%s %s" % group_of_path(r["file"])][r["outcome"]] += 1
+    for key in sorted(by_group):
+        lines.append("  %-22s %s" % (key, " ".join("%s %d" % kv for kv in sorted(by_group[key].items()))))
+    for outcome in ("survived", "crashed", "error", "equivalent"):
+        listed = [r for r in rows if r["outcome"] == outcome]
+        if listed:
+            lines.append("%s:" % outcome)
+            for r in listed:
+                lines.append("  %s:%s %s [%s]  `%s` -> `%s`  (%s)" % (r["file"], r["line"], r["kind"], r["key"],
+                             r["original"], r["mutated"], r["detail"]))
+    return "\n".join(lines) + "\n"
+
+
+def candidate_files(root):
+    files = []
+    for path in list_sources(root, "optimized", (".cpp", ".hpp", ".cuh")):
+        files.append(path)
+    return files
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    parser.add_argument("--root", default=here, help="the source tree to mutate (default: this checkout)")
+    parser.add_argument("--build", help="its configured build directory (default: ROOT/build)")
+    parser.add_argument("--sample", type=int, default=120, help="how many mutants (default 120)")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the sample (default 1)")
+    parser.add_argument("--files", default="", help="only files whose path matches this regex")
+    parser.add_argument("--rerun", help="a mutants.csv: run its survived and crashed mutants again")
+    parser.add_argument("--shard", default="1/1", help="I/N: run every Nth sampled mutant from the Ith "
+                        "(N copies of the tree, each with its own build, run side by side)")
+    parser.add_argument("--keys", nargs="+", metavar="KEY", help="run these mutants (keys as --list prints them)")
+    parser.add_argument("--skip", nargs="+", default=[], metavar="CSV",
+                        help="leave out the mutants already in these mutants.csv(.partial) files (to resume)")
+    parser.add_argument("--summarize", nargs="+", metavar="CSV", help="print the summary of mutants.csv files "
+                        "(a mutant in several counts with its outcome in the last)")
+    parser.add_argument("--list", action="store_true", help="list the sampled mutants and run nothing")
+    parser.add_argument("--out", help="directory to create for mutants.csv and summary.txt")
+    parser.add_argument("--allowlist", help="equivalent mutants (default: ci/mutation-equivalent.txt)")
+    parser.add_argument("--build-limit", type=int, default=600, help="seconds per rebuild (default 600)")
+    parser.add_argument("--check-limit", type=int, default=240, help="seconds per check (default 240)")
+    parser.add_argument("--jobs", type=int, default=2, help="compile jobs (default 2)")
+    parser.add_argument("--batch", type=int, default=1, help="mutants in independent files and checks built "
+                        "together, one link for all (default 1)")
+    parser.add_argument("--nice", type=int, default=10)
+    args = parser.parse_args()
+    args.root = os.path.abspath(args.root)
+    args.build = os.path.abspath(args.build or os.path.join(args.root, "build"))
+    args.allowlist = args.allowlist or os.path.join(args.root, "ci", "mutation-equivalent.txt")
+    if args.sample < 1:
+        parser.error("--sample must be at least 1")
+    shard = re.fullmatch(r"(\d+)/(\d+)", args.shard)
+    if not shard or not 1 <= int(shard.group(1)) <= int(shard.group(2)):
+        parser.error("--shard takes I/N with 1 <= I <= N, e.g. 2/2")
+    args.shard = (int(shard.group(1)), int(shard.group(2)))
+    if args.summarize:
+        return args
+    if not args.list and not args.out:
+        parser.error("--out DIR is required unless --list")
+    if args.out and os.path.exists(args.out):
+        parser.error("--out %s exists; results are never overwritten" % args.out)
+    if not args.list and not os.path.exists(os.path.join(args.build, "phasebench")):
+        parser.error("no phasebench in %s: configure and build first (README)" % args.build)
+    return args
+
+
+def select_mutants(args, plans):
+    everything = []
+    for path in sorted(plans):
+        everything += mutants_of(path, open(os.path.join(args.root, path), encoding="utf-8").read())
+    if args.keys:
+        return [m for m in everything if m.key in set(args.keys)]
+    if args.rerun:
+        wanted = {r["key"] for r in csv.DictReader(open(args.rerun, encoding="utf-8"))
+                  if r["outcome"] in ("survived", "crashed")}
+        return [m for m in everything if m.key in wanted]
+    picked = sample(everything, args.sample, args.seed)
+    index, count = args.shard
+    done = {r["key"] for path in args.skip for r in csv.DictReader(open(path, encoding="utf-8"))}
+    return [m for m in picked[index - 1::count] if m.key not in done]
+
+
+def check_plans(args):
+    """path -> CheckPlan for every candidate file some check here can run (a device-only wrapper
+    such as a .cu launch file has none and is left out)."""
+    all_sources = list_sources(args.root, "optimized", (".cpp", ".hpp", ".cuh", ".cu"))
+    tests = list_sources(args.root, "tests", (".cpp",))
+    workloads = registered_workloads(all_sources)
+    plans = {}
+    for path in candidate_files(args.root):
+        if re.search(args.files, path):
+            plan = plan_for(args.root, path, workloads, all_sources, tests)
+            if plan is not None:
+                plans[path] = plan
+    return plans
+
+
+def row_of(mutant, outcome, detail, seconds):
+    return dict(key=mutant.key, file=mutant.path, line=mutant.line, kind=mutant.kind,
+                original=mutant.original.strip(), mutated=mutant.mutated.strip(), outcome=outcome,
+                detail=detail, seconds="%.0f" % seconds)
+
+
+def run_all(args, mutants, plans, allowlist):
+    os.makedirs(args.out)
+    partial = os.path.join(args.out, "mutants.csv.partial")
+    rows, started = [], time.time()
+    with open(partial, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=CSV_FIELDS)
+        writer.writeheader()
+        index = 0
+        for batch in batches([m for m in mutants if m.key not in allowlist], plans, args.batch):
+            began = time.time()
+            results = run_batch(args, batch, plans)
+            for mutant, (outcome, detail) in zip(batch, results):
+                index += 1
+                row = row_of(mutant, outcome, detail, (time.time() - began) / len(batch))
+                rows.append(row)
+                writer.writerow(row)
+                f.flush()
+                print("[%d/%d] %-10s %s:%d %s  %s" % (index, len(mutants), outcome, mutant.path, mutant.line,
+                                                      mutant.kind, detail[:120]), flush=True)
+        for mutant in mutants:
+            if mutant.key in allowlist:
+                row = row_of(mutant, "equivalent", allowlist[mutant.key], 0)
+                rows.append(row)
+                writer.writerow(row)
+    # Back to the unmutated build, so the tree's binaries match its sources.
+    build(args, "phasebench_tests" if any(plans[m.path].test_filter for m in mutants) else "phasebench",
+          args.build_limit)
+    os.replace(partial, os.path.join(args.out, "mutants.csv"))
+    return rows, time.time() - started
+
+
+def main():
+    args = parse_args()
+    allowlist = load_allowlist(args.allowlist)
+    if args.summarize:
+        latest = {}  # a mutant run again (after a fix) counts with its latest outcome
+        for path in args.summarize:
+            for r in csv.DictReader(open(path, encoding="utf-8")):
+                latest.pop(r["key"], None)
+                latest[r["key"]] = r
+        rows = list(latest.values())
+        for r in rows:  # the allowlist as it is now: an entry added after the run applies
+            if r["outcome"] == "crashed":
+                r["outcome"] = error_outcome(r["detail"])[0]
+            if r["key"] in allowlist and r["outcome"] != "not-viable":
+                r["outcome"], r["detail"] = "equivalent", allowlist[r["key"]]
+        print(summary_text(rows, sum(float(r["seconds"]) for r in rows)))
+        return score_status(rows)
+    plans = check_plans(args)
+    mutants = select_mutants(args, plans)
+    if args.list:
+        for m in mutants:
+            print("%s:%d %s [%s]\n  - %s\n  + %s\n  check: %s" % (m.path, m.line, m.kind, m.key,
+                  m.original.strip(), m.mutated.strip(), plans[m.path].label))
+        print("%d mutants" % len(mutants))
+        return 0
+    deps = dependency_log(args)
+    for plan in plans.values():
+        plan.objects = [o for o in objects_including(deps, args, plan.path)]
+    rows, elapsed = run_all(args, mutants, plans, allowlist)
+    text = summary_text(rows, elapsed)
+    with open(os.path.join(args.out, "summary.txt.tmp"), "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(os.path.join(args.out, "summary.txt.tmp"), os.path.join(args.out, "summary.txt"))
+    print(text)
+    return score_status(rows)
+
+
+def score_status(rows):
+    """0 when at least 95% of the viable non-equivalent mutants are caught."""
+    viable = sum(1 for r in rows if r["outcome"] in COUNTED)
+    caught = sum(1 for r in rows if r["outcome"] == "caught")
+    return 0 if caught >= 0.95 * viable else 1
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        sys.exit("mutate.py: interrupted; the mutated file was restored")
