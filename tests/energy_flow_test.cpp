@@ -18,6 +18,7 @@
 #include "optimized/energy_flow/aggregate-bodies.hpp"
 #include "phasebench/backend.hpp"
 #include "phasebench/check.hpp"
+#include "phasebench/cli.hpp"
 #include "phasebench/known_bugs.hpp"
 #include "phasebench/results.hpp"
 #include "phasebench/runner.hpp"
@@ -25,8 +26,6 @@
 #include "suites/energy_flow/aggregate.hpp"
 
 namespace pb {
-int run_cli(int argc, char** argv);
-
 namespace {
 namespace fs = std::filesystem;
 namespace ef = pb::suites::energy_flow;
