@@ -113,8 +113,8 @@ std::vector<Case> plan_cases(const Selection& selection, SizeClass size) {
     for (const DeviceInfo& device : devices_of(*backend)) {
       for (const PhaseInfo& info : rungs_of(*workload, ladder, *backend, device.name)) {
         Case c{workload, backend, &ladder, device.name, device.unavailable_reason,
-               info.index, info.name, info.exact, size, {}, std::nullopt};
-        c.known_bug = known_bug(workload->full_name(), info.name);
+               info.index, info.name, info.exact, size, {}, std::nullopt,
+               known_bug(workload->full_name(), info.name)};
         if (ladder.backend != kReferenceBackend) {
           c.plan = without_known_bugs(
               *workload, info.index, derive_phase_plan(workload->phases(), info.index, backend->capabilities(device.name)));
