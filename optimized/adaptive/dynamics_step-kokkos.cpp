@@ -13,6 +13,7 @@
 #include <string>
 
 #include "backends/kokkos/kokkos_backend.hpp"
+#include "optimized/adaptive/dynamics_step-bodies.hpp"
 #include "phasebench/counters.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/adaptive/dynamics_step.hpp"
@@ -31,16 +32,9 @@ const std::string kMaskLabel = "adaptive/mask", kAnxietyLabel = "adaptive/anxiet
 const std::string kLinearLabel = "adaptive/linear", kHiddenLabel = "adaptive/hidden", kEnergyLabel = "adaptive/energy";
 const std::string kActivityLabel = "adaptive/activity";
 
-/// Unbiased variance of n values.
-KOKKOS_INLINE_FUNCTION float variance(const float* v, int64_t n) {
-  float mean = 0, squares = 0;
-  for (int64_t k = 0; k < n; ++k) mean += v[k];
-  mean /= float(n);
-  for (int64_t k = 0; k < n; ++k) squares += (v[k] - mean) * (v[k] - mean);
-  return squares / float(n - 1);
-}
-
-KOKKOS_INLINE_FUNCTION float clamp(float v, float low, float high) { return v < low ? low : (v > high ? high : v); }
+// The per-element helpers shared with the CUDA ladder (dynamics_step-bodies.hpp).
+using cuda_backend::adaptive::clamp_body;
+using cuda_backend::adaptive::variance_body;
 
 /// One elementwise kernel over n elements.
 template <class Body>
@@ -116,13 +110,13 @@ class DynamicsStepKokkos final : public Variant {
     const int64_t H = d_.hidden;
     if (fused_anxiety_) {
       each(kAnxietyLabel, d_.cells(), KOKKOS_LAMBDA(int64_t c) {
-        A(c) = (5.f - e(c) > 0.f ? 5.f - e(c) : 0.f) + 2.f * a(c) + variance(&h(c * H), H);
+        A(c) = (5.f - e(c) > 0.f ? 5.f - e(c) : 0.f) + 2.f * a(c) + variance_body(&h(c * H), H);
       });
       return;
     }
     each(kAnxietyLabel, d_.cells(), KOKKOS_LAMBDA(int64_t c) { t1(c) = 5.f - e(c) > 0.f ? 5.f - e(c) : 0.f; });
     each(kAnxietyLabel, d_.cells(), KOKKOS_LAMBDA(int64_t c) { t2(c) = 2.f * a(c); });
-    each(kAnxietyLabel, d_.cells(), KOKKOS_LAMBDA(int64_t c) { t3(c) = variance(&h(c * H), H); });
+    each(kAnxietyLabel, d_.cells(), KOKKOS_LAMBDA(int64_t c) { t3(c) = variance_body(&h(c * H), H); });
     each(kAnxietyLabel, d_.cells(), KOKKOS_LAMBDA(int64_t c) { A(c) = t1(c) + t2(c) + t3(c); });
   }
 
@@ -192,7 +186,7 @@ class DynamicsStepKokkos final : public Variant {
       each(kEnergyLabel, d_.cells(), KOKKOS_LAMBDA(int64_t c) {
         float p = b_e;
         for (int64_t k = 0; k < H; ++k) p += w_e(k) * h(c * H + k);
-        e(c) = clamp(0.99f * e(c) + p * (1.f - 0.1f * clamp(A(c) / 10.f, 0.f, 1.f)) * mask(c), 0.f, 50.f);
+        e(c) = clamp_body(0.99f * e(c) + p * (1.f - 0.1f * clamp_body(A(c) / 10.f, 0.f, 1.f)) * mask(c), 0.f, 50.f);
       });
       return;
     }
@@ -201,13 +195,13 @@ class DynamicsStepKokkos final : public Variant {
       for (int64_t k = 0; k < H; ++k) p += w_e(k) * h(c * H + k);
       projection(c) = p;
     });
-    each(kEnergyLabel, d_.cells(), KOKKOS_LAMBDA(int64_t c) { gate(c) = clamp(A(c) / 10.f, 0.f, 1.f); });
+    each(kEnergyLabel, d_.cells(), KOKKOS_LAMBDA(int64_t c) { gate(c) = clamp_body(A(c) / 10.f, 0.f, 1.f); });
     each(kEnergyLabel, d_.cells(), KOKKOS_LAMBDA(int64_t c) { damping(c) = 1.f - 0.1f * gate(c); });
     each(kEnergyLabel, d_.cells(), KOKKOS_LAMBDA(int64_t c) { change(c) = projection(c) * damping(c); });
     each(kEnergyLabel, d_.cells(), KOKKOS_LAMBDA(int64_t c) { change(c) *= mask(c); });
     each(kEnergyLabel, d_.cells(), KOKKOS_LAMBDA(int64_t c) { e(c) *= 0.99f; });
     each(kEnergyLabel, d_.cells(), KOKKOS_LAMBDA(int64_t c) { e(c) += change(c); });
-    each(kEnergyLabel, d_.cells(), KOKKOS_LAMBDA(int64_t c) { e(c) = clamp(e(c), 0.f, 50.f); });
+    each(kEnergyLabel, d_.cells(), KOKKOS_LAMBDA(int64_t c) { e(c) = clamp_body(e(c), 0.f, 50.f); });
   }
 
   // a = clamp(sigmoid(w_a[0] mean_H h + w_a[1] mean_I x + b_a), 0, 1); no claim, no region.
@@ -220,7 +214,7 @@ class DynamicsStepKokkos final : public Variant {
       for (int64_t k = 0; k < H; ++k) hidden_mean += h(c * H + k);
       for (int64_t k = 0; k < I; ++k) input_mean += x(c * I + k);
       const float logit = w_a(0) * hidden_mean / float(H) + w_a(1) * input_mean / float(I) + b_a;
-      a(c) = clamp(1.f / (1.f + device_math::exp(-logit)), 0.f, 1.f);
+      a(c) = clamp_body(1.f / (1.f + device_math::exp(-logit)), 0.f, 1.f);
     });
   }
 
