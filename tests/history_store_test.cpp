@@ -122,6 +122,22 @@ TEST_P(HistoryStoreTest, TwoProcessesAddingTwentyRunsEachAtOnceLoseNothing) {
   EXPECT_EQ(store.trend_rows("", "").size(), 160u);
 }
 
+// Two CI jobs adding the same run at once (a retried job, say): both succeed, it is stored once.
+// Both processes add the same 10 runs in the same order, so they race on each run in turn.
+TEST_P(HistoryStoreTest, TwoProcessesAddingTheSameRunsAtOnceBothSucceedAndStoreThemOnce) {
+  HistoryStore::open(url_);  // the tables exist: the race is the add's, not the first migration's
+  constexpr int kRuns = 10;
+  std::string add = std::string(PHASEBENCH_EXECUTABLE) + " history --db '" + url_ + "' add";
+  for (int minute = 0; minute < kRuns; ++minute) add += " " + write_run("run", crafted_run(run_id_at(minute))).string();
+  const ProcessResult both = run_command("(" + add + " > /dev/null 2>&1; echo first=$?) & (" + add +
+                                         " > /dev/null 2>&1; echo second=$?) & wait");
+  EXPECT_NE(both.output.find("first=0"), std::string::npos) << both.output;
+  EXPECT_NE(both.output.find("second=0"), std::string::npos) << both.output;
+  HistoryStore store = HistoryStore::open(url_);
+  EXPECT_EQ(store.runs().size(), static_cast<size_t>(kRuns));
+  EXPECT_EQ(store.trend_rows("", "").size(), 4u * kRuns);  // each run's four OK rows, once
+}
+
 TEST_P(HistoryStoreTest, RecentRunsAreTheNewestTrustworthyOnesOfTheMachineAndBranch) {
   HistoryStore store = HistoryStore::open(url_);
   for (int minute = 1; minute <= 5; ++minute)

@@ -148,17 +148,23 @@ StoredRun stored_run_from(const SqlRow& row) {
   return run;
 }
 
-void insert_run(SqlConnection& db, const StoredRun& run, const std::string& hash, const results::RunData& data,
+// Inserts the run's row; false when a run with its id is there already. A concurrent add of the same
+// run on PostgreSQL gets past the caller's check (each transaction sees only what was committed when
+// it looked) and meets the other's row only here: ON CONFLICT makes that wait for the other
+// transaction and then insert nothing, instead of failing with a unique violation.
+bool insert_run(SqlConnection& db, const StoredRun& run, const std::string& hash, const results::RunData& data,
                 const CiContext& ci) {
-  db.execute("INSERT INTO runs (run_id, content_hash, git_commit, started_at, fingerprint, hostname, complete, "
+  return !db.execute("INSERT INTO runs (run_id, content_hash, git_commit, started_at, fingerprint, hostname, complete, "
              "incomplete_reason, failed_rows, added_at, machine_json, catalog_json, branch, pull_request, ci_job_url) "
-             "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+             "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) "
+             "ON CONFLICT (run_id) DO NOTHING RETURNING run_id",
              {run.run_id, hash, text_or_null(run.git_commit), text_or_null(run.started_at),
               text_or_null(run.fingerprint), text_or_null(run.hostname), run.complete ? "1" : "0",
               text_or_null(run.incomplete_reason), std::to_string(run.failed_rows), utc_now(),
               data.machine.is_null() ? SqlValue() : SqlValue(data.machine.dump()),
               data.catalog.saved ? SqlValue(catalog::to_json(data.catalog).dump()) : SqlValue(),
-              text_or_null(ci.branch), text_or_null(ci.pull_request), text_or_null(ci.job_url)});
+              text_or_null(ci.branch), text_or_null(ci.pull_request), text_or_null(ci.job_url)})
+              .empty();
 }
 
 // The median of a row's recorded CPU times; NaN when it has none (a run from before they were kept).
@@ -247,15 +253,23 @@ AddOutcome HistoryStore::add(const std::string& run_path, const CiContext& ci) {
   }
   const std::string hash = content_hash(files);
   AddOutcome outcome{describe(data, ci), false};
-  in_write_transaction(*connection_, false, [&] {
+  // True when the run is stored already: the same run again, nothing changes. Another run claiming its id is refused.
+  const auto already_stored = [&] {
     const auto existing = connection_->execute("SELECT content_hash FROM runs WHERE run_id = $1", {outcome.run.run_id});
-    if (!existing.empty()) {
-      if (text_of(existing[0][0]) != hash)
-        throw InputError("run " + outcome.run.run_id + " (" + run_path + ") is already in " +
-                         connection_->description() + " with other content; a run is never replaced");
-      return;  // the same run again: nothing changes
+    if (existing.empty()) return false;
+    if (text_of(existing[0][0]) != hash)
+      throw InputError("run " + outcome.run.run_id + " (" + run_path + ") is already in " +
+                       connection_->description() + " with other content; a run is never replaced");
+    return true;
+  };
+  in_write_transaction(*connection_, false, [&] {
+    if (already_stored()) return;
+    // Lost a race with another add of this id (PostgreSQL): its row is committed now, so a new
+    // statement sees it.
+    if (!insert_run(*connection_, outcome.run, hash, data, ci)) {
+      if (!already_stored()) throw DatabaseError("run " + outcome.run.run_id + " vanished while being added");
+      return;
     }
-    insert_run(*connection_, outcome.run, hash, data, ci);
     for (const auto& [name, content] : files)
       connection_->execute("INSERT INTO run_files (run_id, name, content) VALUES ($1, $2, $3)",
                            {outcome.run.run_id, name, content});
