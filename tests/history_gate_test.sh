@@ -90,7 +90,9 @@ test ! -e "$scratch/orphan.md"
 status=0
 PHASEBENCH_GATE_RUN=$scratch/20261125T110000Z-unchanged bash "$repo/ci/gate.sh" --record > "$scratch/record.out" 2>&1 ||
   status=$?
-test "$status" -eq 2 && grep -q "not with --record" "$scratch/record.out"
+test "$status" -eq 2
+grep -q "not with --record" "$scratch/record.out"
 gate not-a-run no-such-run
-test "$status" -eq 2 && grep -q "is not a run directory" "$scratch/not-a-run.out"
+test "$status" -eq 2
+grep -q "is not a run directory" "$scratch/not-a-run.out"
 echo "history_gate_test: passed"
