@@ -31,6 +31,9 @@
 #                                 compare with its newest PHASEBENCH_GATE_HISTORY_WINDOW (default 5)
 #                                 runs of this machine on PHASEBENCH_GATE_HISTORY_BRANCH (default main),
 #                                 pooled, instead of a committed baseline
+#   PHASEBENCH_GATE_RUN           an existing run directory to gate instead of running the suite (one made by
+#                                 `gate.sh --run-suite DIR`, i.e. DIR/pooled, or by another job); not with
+#                                 --record or a base build
 #   PHASEBENCH_GATE_BUSY_LOAD     1-minute load average above which the summary warns that timing
 #                                 verdicts are unreliable (default: the number of cores)
 #   PHASEBENCH_GATE_BASE_REF      a git commit to compare with instead of a baseline: it is checked
@@ -57,6 +60,7 @@ base_ref=${PHASEBENCH_GATE_BASE_REF:-}
 base_src=${PHASEBENCH_GATE_BASE_SRC:-.gate/base}
 base_build=${PHASEBENCH_GATE_BASE_BUILD:-}
 pb=$build_dir/phasebench
+given_run=${PHASEBENCH_GATE_RUN:-}
 allow_incomplete=${PHASEBENCH_GATE_ALLOW_INCOMPLETE:+--allow-incomplete}
 
 # One process of the suite into $1/process-$2 (with the phasebench $3, default this build's).
@@ -132,6 +136,14 @@ if [ -n "$interleaved" ] && [ "$mode_arg" = --record ]; then
   echo "gate: --record files a baseline of this build; unset PHASEBENCH_GATE_BASE_REF and PHASEBENCH_GATE_BASE_BUILD" >&2
   exit 2
 fi
+if [ -n "$given_run" ] && { [ -n "$interleaved" ] || [ "$mode_arg" = --record ]; }; then
+  echo "gate: PHASEBENCH_GATE_RUN gates an existing run against a baseline or history; not with --record or a base build" >&2
+  exit 2
+fi
+if [ -n "$given_run" ] && [ ! -f "$given_run/results.csv" ]; then
+  echo "gate: PHASEBENCH_GATE_RUN '$given_run' is not a run directory (no results.csv)" >&2
+  exit 2
+fi
 case "$gate_mode" in
   ratio | time) ;;
   *) echo "gate: PHASEBENCH_GATE_MODE must be time or ratio, not '$gate_mode'" >&2; exit 2 ;;
@@ -201,13 +213,18 @@ if [ -n "$interleaved" ]; then
   run_interleaved "$base_build"
   compared_base=$out/base/pooled
   compared_new=$out/new/pooled
+elif [ -n "$given_run" ]; then
+  echo "gate: gating the existing run $given_run (PHASEBENCH_GATE_RUN); no suite run"
+  compared_base=$baseline
+  compared_new=$given_run
 else
   run_suite "$out"
   compared_base=$baseline
   compared_new=$out/pooled
 fi
 load_after=$(load_now)
-busy=$(busy_warning "$(printf '%s\n%s\n' "$load_before" "$load_after" | sort -g | tail -n 1)")
+busy=""  # a run made elsewhere (PHASEBENCH_GATE_RUN): the load now says nothing about it
+if [ -z "$given_run" ]; then busy=$(busy_warning "$(printf '%s\n%s\n' "$load_before" "$load_after" | sort -g | tail -n 1)"); fi
 
 if [ "$mode_arg" = --record ]; then
   refresh=""

@@ -12,6 +12,7 @@
 #include "crafted_runs.hpp"
 #include "history_store.hpp"
 #include "history_trend.hpp"
+#include "phasebench/stats.hpp"
 #include "results_model.hpp"
 #include "throwaway_postgres.hpp"
 
@@ -64,6 +65,32 @@ TEST_P(HistoryStoreTest, StoresARunAndAddingItAgainChangesNothing) {
   ASSERT_EQ(store.runs().size(), 1u);
   EXPECT_EQ(store.runs()[0].branch, "main");
   EXPECT_EQ(store.trend_rows("", "").size(), 4u);  // the four OK rows, once
+}
+
+// A run's point in a series is the median of its fastest quarter of repetitions: half of them
+// slowed down by other work (wall time only) leave it at the undisturbed time, where the median of
+// all of them would move by more than a third.
+TEST_P(HistoryStoreTest, StoresTheMedianOfTheFastestQuarterAsTheRunsPoint) {
+  HistoryStore store = HistoryStore::open(url_);
+  CraftedRun run = crafted_run(run_id_at(1));
+  CraftedRow& disturbed = find_row(run, "kokkos", "baseline");
+  disturbed.reps = 20;
+  disturbed.disturbed = 0.5;
+  const auto dir = write_run("run", run);
+  store.add(dir.string(), {});
+  std::vector<double> wall, cpu;
+  for (const SampleRow& sample : read_samples_csv((dir / "samples.csv").string()))
+    if (sample.backend == "kokkos" && sample.phase == "baseline") {
+      wall.push_back(sample.ms);
+      cpu.push_back(sample.cpu_ms);
+    }
+  for (const history::TrendRow& row : store.trend_rows("", ""))
+    if (row.backend == "kokkos" && row.phase == "baseline") {
+      EXPECT_DOUBLE_EQ(row.point_ms, stats::median(stats::fastest(wall, 25)));
+      EXPECT_DOUBLE_EQ(row.cpu_point_ms, stats::median(stats::fastest(cpu, 25)));
+      EXPECT_LT(row.point_ms, 2.0 * 1.01);  // the undisturbed 2 ms, give or take the 1% noise
+      EXPECT_GT(stats::median(wall), 2.0 * 1.3);
+    }
 }
 
 TEST_P(HistoryStoreTest, RefusesTheSameRunIdWithOtherContent) {
@@ -122,6 +149,22 @@ TEST_P(HistoryStoreTest, TwoProcessesAddingTwentyRunsEachAtOnceLoseNothing) {
   EXPECT_EQ(store.trend_rows("", "").size(), 160u);
 }
 
+// Two CI jobs adding the same run at once (a retried job, say): both succeed, it is stored once.
+// Both processes add the same 10 runs in the same order, so they race on each run in turn.
+TEST_P(HistoryStoreTest, TwoProcessesAddingTheSameRunsAtOnceBothSucceedAndStoreThemOnce) {
+  HistoryStore::open(url_);  // the tables exist: the race is the add's, not the first migration's
+  constexpr int kRuns = 10;
+  std::string add = std::string(PHASEBENCH_EXECUTABLE) + " history --db '" + url_ + "' add";
+  for (int minute = 0; minute < kRuns; ++minute) add += " " + write_run("run", crafted_run(run_id_at(minute))).string();
+  const ProcessResult both = run_command("(" + add + " > /dev/null 2>&1; echo first=$?) & (" + add +
+                                         " > /dev/null 2>&1; echo second=$?) & wait");
+  EXPECT_NE(both.output.find("first=0"), std::string::npos) << both.output;
+  EXPECT_NE(both.output.find("second=0"), std::string::npos) << both.output;
+  HistoryStore store = HistoryStore::open(url_);
+  EXPECT_EQ(store.runs().size(), static_cast<size_t>(kRuns));
+  EXPECT_EQ(store.trend_rows("", "").size(), 4u * kRuns);  // each run's four OK rows, once
+}
+
 TEST_P(HistoryStoreTest, RecentRunsAreTheNewestTrustworthyOnesOfTheMachineAndBranch) {
   HistoryStore store = HistoryStore::open(url_);
   for (int minute = 1; minute <= 5; ++minute)
@@ -147,7 +190,13 @@ TEST_P(HistoryStoreTest, MigratesADatabaseMadeByTheFirstVersion) {
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0].run_id, "20261120T090000Z-v1");
   EXPECT_EQ(runs[0].branch, "");  // the first version kept no CI context
-  EXPECT_EQ(store.trend_rows("", "").size(), 2u);
+  // Version 3's points, computed from the stored samples (three repetitions of 2 ms for kokkos).
+  const auto trend = store.trend_rows("", "");
+  ASSERT_EQ(trend.size(), 2u);
+  for (const history::TrendRow& row : trend) {
+    EXPECT_DOUBLE_EQ(row.point_ms, row.backend == "kokkos" ? 2.0 : 1.0) << row.backend;
+    EXPECT_DOUBLE_EQ(row.cpu_point_ms, row.point_ms) << row.backend;
+  }
   const auto out = fresh_temp_path("exported-v1");
   store.export_run("20261120T090000Z-v1", out);
   EXPECT_EQ(results::load_run(out.string()).rows.size(), 2u);

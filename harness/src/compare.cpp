@@ -54,24 +54,13 @@ std::vector<double> relative_times(const std::vector<double>& times, const std::
   return relative;
 }
 
-// The fastest `percent` of the samples (at least 3): on a machine shared with other work, the
-// repetitions nothing disturbed. Which share of a run is disturbed changes from run to run, and
-// moves a median far more than a slowdown worth catching.
-std::vector<double> fastest(std::vector<double> samples, double percent) {
-  if (percent >= 100) return samples;
-  std::sort(samples.begin(), samples.end());
-  const auto wanted = static_cast<size_t>(std::ceil(percent / 100 * static_cast<double>(samples.size())));
-  samples.resize(std::min(samples.size(), std::max<size_t>(3, wanted)));
-  return samples;
-}
-
 Measurement measure(const RunData& run, const ResultRow& row, const Options& options) {
   Measurement measurement;
   const std::vector<double>* times = samples_of(run, row, options.metric);
   if (!times) return measurement;
   if (options.mode == Mode::Time) {
     measurement.state = Measurement::State::Available;
-    measurement.values = fastest(*times, options.fastest_pct);
+    measurement.values = stats::fastest(*times, options.fastest_pct);
     return measurement;
   }
   const ResultRow* base = ratio_base_of(run, row, options.ratio_to, options.metric);
@@ -85,8 +74,8 @@ Measurement measure(const RunData& run, const ResultRow& row, const Options& opt
   if (options.fastest_pct >= 100) {
     measurement.values = relative_times(*times, base_times, base->run_id == row.run_id);
   } else {  // undisturbed repetitions of the row over the base's undisturbed level
-    const std::vector<double> base_fastest = fastest(base_times, options.fastest_pct);
-    measurement.values = relative_times(fastest(*times, options.fastest_pct), base_fastest, false);
+    const std::vector<double> base_fastest = stats::fastest(base_times, options.fastest_pct);
+    measurement.values = relative_times(stats::fastest(*times, options.fastest_pct), base_fastest, false);
   }
   return measurement;
 }

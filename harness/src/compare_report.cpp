@@ -68,15 +68,16 @@ std::string plural(int n, const std::string& word) { return std::to_string(n) + 
 
 std::string counts_text(const Comparison& c) {
   std::vector<std::string> parts;
-  const auto add = [&](Verdict verdict, const std::string& word) {
-    if (const int n = c.count(verdict)) parts.push_back(plural(n, word));
+  // The noun is the first word: "1 row broken", "2 rows broken".
+  const auto add = [&](Verdict verdict, const std::string& noun, const std::string& rest = "") {
+    if (const int n = c.count(verdict)) parts.push_back(plural(n, noun) + rest);
   };
   add(Verdict::Regression, "regression");
-  add(Verdict::Broken, "row broken (now failing its check)");
-  add(Verdict::NewFailure, "new row failing its check");
-  add(Verdict::StillFailing, "row still failing");
+  add(Verdict::Broken, "row", " broken (now failing its check)");
+  add(Verdict::NewFailure, "new row", " failing its check");
+  add(Verdict::StillFailing, "row", " still failing");
   add(Verdict::Improved, "improvement");
-  add(Verdict::Fixed, "row fixed");
+  add(Verdict::Fixed, "row", " fixed");
   add(Verdict::New, "new row");
   add(Verdict::Missing, "missing row");
   std::string text;

@@ -53,7 +53,7 @@ void history::add_metric_option(CLI::App& command, TrendOptions& options) {
   command
       .add_option_function<std::string>(
           "--metric", [&options](const std::string& metric) { options.cpu_time = metric == "cpu"; },
-          "wall (default) or cpu: each run's median CPU time, which other work on a busy machine disturbs "
+          "wall (default) or cpu: each run's CPU time (median of its fastest quarter), which other work on a busy machine disturbs "
           "least (not for GPU rows)")
       ->check(CLI::IsMember({"wall", "cpu"}));
 }

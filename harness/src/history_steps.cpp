@@ -46,6 +46,14 @@ Step step_between(const std::vector<double>& values, size_t begin, size_t index,
 
 }  // namespace
 
+double run_point(const std::vector<double>& repetitions) {
+  std::vector<double> recorded;
+  for (const double ms : repetitions)
+    if (std::isfinite(ms)) recorded.push_back(ms);
+  return recorded.empty() ? std::numeric_limits<double>::quiet_NaN()
+                          : stats::median(stats::fastest(recorded, kFastestPercent));
+}
+
 double noise_scale(const std::vector<double>& log_values) {
   std::vector<double> differences;
   for (size_t i = 1; i < log_values.size(); ++i) differences.push_back(std::fabs(log_values[i] - log_values[i - 1]));

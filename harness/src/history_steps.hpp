@@ -16,7 +16,8 @@ namespace pb::history {
 struct StepOptions {
   // gamma = penalty_scale * noise * ln(n), noise the series' robust noise estimate (log units).
   // 8 keeps flat series made of real repetitions of the loaded development machine at <= 1% false
-  // steps in CPU time (4 gave 4%); tests/history_steps_test.cpp measures it, docs/history.md quotes it.
+  // steps (4 gave 4% in CPU time, with the median of all repetitions as the run's point);
+  // tests/history_steps_test.cpp measures it, docs/history.md quotes it.
   double penalty_scale = 8.0;
   // Levels closer than this (relative) are not reported as a step: below it a change is not worth
   // a person's time, whatever its significance.
@@ -30,6 +31,16 @@ struct Step {
   double relative_size = 0;   // level_after / level_before - 1: > 0 slower (a regression) for times
   stats::Interval interval;   // 95% bootstrap interval of relative_size (the two levels' points resampled)
 };
+
+/// The share of a run's repetitions the history keeps the median of: the fastest quarter, as the gate
+/// compares (docs/regression-gate.md).
+constexpr double kFastestPercent = 25;
+
+/// The point of one row of one run in its series, what the history stores: the median of the
+/// fastest quarter of its repetitions (at least 3; stats::fastest). Other work on the machine only
+/// ever adds time to a repetition, and on a busy machine a run's median lands 20-50% high now and
+/// then; its fastest quarter is the part such work left alone. NaN without a finite repetition.
+double run_point(const std::vector<double>& repetitions);
 
 /// Robust noise of `log_values` (one standard deviation): the upper quartile of the absolute
 /// differences of neighbours, scaled to a normal's sigma. A few steps and outliers move it little.

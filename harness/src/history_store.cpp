@@ -6,15 +6,28 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "phasebench/errors.hpp"
 #include "phasebench/files.hpp"
 #include "phasebench/stats.hpp"
+#include "history_steps.hpp"
 #include "results_model.hpp"
 
 namespace pb::history {
 namespace {
+
+// ---- values --------------------------------------------------------------------------------------
+SqlValue number(double value) {
+  if (!std::isfinite(value)) return std::nullopt;
+  char text[40];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  return std::string(text);
+}
+SqlValue text_or_null(const std::string& text) { return text.empty() ? SqlValue() : SqlValue(text); }
+std::string text_of(const SqlValue& value) { return value.value_or(""); }
+double number_of(const SqlValue& value) { return value ? std::strtod(value->c_str(), nullptr) : NAN; }
 
 // ---- schema --------------------------------------------------------------------------------------
 // Each version is the statements that take a database from the version before to it. They are
@@ -23,7 +36,11 @@ namespace {
 struct Migration {
   int version;
   std::vector<const char*> statements;
+  // Run after the statements, in the same transaction: fills new columns of what is stored already.
+  void (*fill)(SqlConnection&) = nullptr;
 };
+
+void fill_run_points(SqlConnection& db);
 
 const std::vector<Migration>& migrations() {
   static const std::vector<Migration> all{
@@ -49,20 +66,35 @@ const std::vector<Migration>& migrations() {
        {"ALTER TABLE runs ADD COLUMN branch TEXT", "ALTER TABLE runs ADD COLUMN pull_request TEXT",
         "ALTER TABLE runs ADD COLUMN ci_job_url TEXT", "ALTER TABLE results ADD COLUMN cpu_median_ms DOUBLE PRECISION",
         "CREATE INDEX results_by_series ON results (suite, workload, size, backend, device, phase)"}},
+      // 3: each row's point in its series, wall and CPU time (history_steps.hpp, run_point: the
+      // median of the fastest quarter of the repetitions, which a busy machine disturbs far less
+      // than the median), computed for the runs stored before from their samples.
+      {3,
+       {"ALTER TABLE results ADD COLUMN fast_ms DOUBLE PRECISION",
+        "ALTER TABLE results ADD COLUMN cpu_fast_ms DOUBLE PRECISION"},
+       fill_run_points},
   };
   return all;
 }
 
-// ---- values --------------------------------------------------------------------------------------
-SqlValue number(double value) {
-  if (!std::isfinite(value)) return std::nullopt;
-  char text[40];
-  std::snprintf(text, sizeof text, "%.17g", value);
-  return std::string(text);
+// Version 3's columns for the rows stored before it, from their samples.
+void fill_run_points(SqlConnection& db) {
+  std::map<std::vector<std::string>, std::pair<std::vector<double>, std::vector<double>>> by_row;
+  for (const SqlRow& sample :
+       db.execute("SELECT run_id, suite, workload, size, backend, device, phase, ms, cpu_ms FROM samples")) {
+    auto& [wall, cpu] = by_row[{text_of(sample[0]), text_of(sample[1]), text_of(sample[2]), text_of(sample[3]),
+                                text_of(sample[4]), text_of(sample[5]), text_of(sample[6])}];
+    wall.push_back(number_of(sample[7]));
+    cpu.push_back(number_of(sample[8]));
+  }
+  for (const auto& [key, times] : by_row) {
+    std::vector<SqlValue> parameters{number(run_point(times.first)), number(run_point(times.second))};
+    parameters.insert(parameters.end(), key.begin(), key.end());
+    db.execute("UPDATE results SET fast_ms = $1, cpu_fast_ms = $2 WHERE run_id = $3 AND suite = $4 AND workload = $5 "
+               "AND size = $6 AND backend = $7 AND device = $8 AND phase = $9",
+               parameters);
+  }
 }
-SqlValue text_or_null(const std::string& text) { return text.empty() ? SqlValue() : SqlValue(text); }
-std::string text_of(const SqlValue& value) { return value.value_or(""); }
-double number_of(const SqlValue& value) { return value ? std::strtod(value->c_str(), nullptr) : NAN; }
 
 // FNV-1a, 64 bits: stable across builds and platforms (std::hash is not), enough to tell two
 // different runs that claim one id apart.
@@ -148,25 +180,35 @@ StoredRun stored_run_from(const SqlRow& row) {
   return run;
 }
 
-void insert_run(SqlConnection& db, const StoredRun& run, const std::string& hash, const results::RunData& data,
+// Inserts the run's row; false when a run with its id is there already. A concurrent add of the same
+// run on PostgreSQL gets past the caller's check (each transaction sees only what was committed when
+// it looked) and meets the other's row only here: ON CONFLICT makes that wait for the other
+// transaction and then insert nothing, instead of failing with a unique violation.
+bool insert_run(SqlConnection& db, const StoredRun& run, const std::string& hash, const results::RunData& data,
                 const CiContext& ci) {
-  db.execute("INSERT INTO runs (run_id, content_hash, git_commit, started_at, fingerprint, hostname, complete, "
+  return !db.execute("INSERT INTO runs (run_id, content_hash, git_commit, started_at, fingerprint, hostname, complete, "
              "incomplete_reason, failed_rows, added_at, machine_json, catalog_json, branch, pull_request, ci_job_url) "
-             "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+             "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) "
+             "ON CONFLICT (run_id) DO NOTHING RETURNING run_id",
              {run.run_id, hash, text_or_null(run.git_commit), text_or_null(run.started_at),
               text_or_null(run.fingerprint), text_or_null(run.hostname), run.complete ? "1" : "0",
               text_or_null(run.incomplete_reason), std::to_string(run.failed_rows), utc_now(),
               data.machine.is_null() ? SqlValue() : SqlValue(data.machine.dump()),
               data.catalog.saved ? SqlValue(catalog::to_json(data.catalog).dump()) : SqlValue(),
-              text_or_null(ci.branch), text_or_null(ci.pull_request), text_or_null(ci.job_url)});
+              text_or_null(ci.branch), text_or_null(ci.pull_request), text_or_null(ci.job_url)})
+              .empty();
 }
 
-// The median of a row's recorded CPU times; NaN when it has none (a run from before they were kept).
+// A row's repetitions in `index` (wall or CPU time; empty when the run has none).
+std::vector<double> repetitions(const results::SampleIndex& index, const ResultRow& row) {
+  const auto found = index.find(results::row_key(row));
+  return found == index.end() ? std::vector<double>() : found->second;
+}
+
+// The median of a row's recorded CPU times (schema version 2's column); NaN when it has none.
 double cpu_median_ms(const results::RunData& data, const ResultRow& row) {
-  const auto found = data.cpu_samples.find(results::row_key(row));
-  if (found == data.cpu_samples.end()) return NAN;
   std::vector<double> recorded;
-  for (const double ms : found->second)
+  for (const double ms : repetitions(data.cpu_samples, row))
     if (std::isfinite(ms)) recorded.push_back(ms);
   return recorded.empty() ? NAN : stats::median(recorded);
 }
@@ -174,11 +216,12 @@ double cpu_median_ms(const results::RunData& data, const ResultRow& row) {
 void insert_rows(SqlConnection& db, const std::string& run_id, const results::RunData& data) {
   for (const ResultRow& row : data.rows)
     db.execute("INSERT INTO results (run_id, suite, workload, size, backend, device, phase_index, phase, status, "
-               "reason, reps, median_ms, ci_low_ms, ci_high_ms, cpu_median_ms) "
-               "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+               "reason, reps, median_ms, ci_low_ms, ci_high_ms, cpu_median_ms, fast_ms, cpu_fast_ms) "
+               "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
                {run_id, row.suite, row.workload, row.size, row.backend, row.device, std::to_string(row.phase_index),
                 row.phase, std::string(to_string(row.status)), text_or_null(row.reason), std::to_string(row.reps),
-                number(row.median_ms), number(row.ci_low_ms), number(row.ci_high_ms), number(cpu_median_ms(data, row))});
+                number(row.median_ms), number(row.ci_low_ms), number(row.ci_high_ms), number(cpu_median_ms(data, row)),
+                number(run_point(repetitions(data.samples, row))), number(run_point(repetitions(data.cpu_samples, row)))});
   for (const SampleRow& sample : data.sample_rows)
     db.execute("INSERT INTO samples (run_id, suite, workload, size, backend, device, phase, rep, ms, cpu_ms) "
                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
@@ -233,6 +276,7 @@ void HistoryStore::migrate() {
     for (const Migration& migration : migrations()) {
       if (migration.version <= current) continue;
       for (const char* statement : migration.statements) connection_->execute(statement);
+      if (migration.fill) migration.fill(*connection_);
       connection_->execute("INSERT INTO schema_version (version) VALUES ($1)", {std::to_string(migration.version)});
     }
   });
@@ -247,15 +291,23 @@ AddOutcome HistoryStore::add(const std::string& run_path, const CiContext& ci) {
   }
   const std::string hash = content_hash(files);
   AddOutcome outcome{describe(data, ci), false};
-  in_write_transaction(*connection_, false, [&] {
+  // True when the run is stored already: the same run again, nothing changes. Another run claiming its id is refused.
+  const auto already_stored = [&] {
     const auto existing = connection_->execute("SELECT content_hash FROM runs WHERE run_id = $1", {outcome.run.run_id});
-    if (!existing.empty()) {
-      if (text_of(existing[0][0]) != hash)
-        throw InputError("run " + outcome.run.run_id + " (" + run_path + ") is already in " +
-                         connection_->description() + " with other content; a run is never replaced");
-      return;  // the same run again: nothing changes
+    if (existing.empty()) return false;
+    if (text_of(existing[0][0]) != hash)
+      throw InputError("run " + outcome.run.run_id + " (" + run_path + ") is already in " +
+                       connection_->description() + " with other content; a run is never replaced");
+    return true;
+  };
+  in_write_transaction(*connection_, false, [&] {
+    if (already_stored()) return;
+    // Lost a race with another add of this id (PostgreSQL): its row is committed now, so a new
+    // statement sees it.
+    if (!insert_run(*connection_, outcome.run, hash, data, ci)) {
+      if (!already_stored()) throw DatabaseError("run " + outcome.run.run_id + " vanished while being added");
+      return;
     }
-    insert_run(*connection_, outcome.run, hash, data, ci);
     for (const auto& [name, content] : files)
       connection_->execute("INSERT INTO run_files (run_id, name, content) VALUES ($1, $2, $3)",
                            {outcome.run.run_id, name, content});
@@ -285,7 +337,7 @@ void HistoryStore::export_run(const std::string& run_id, const std::filesystem::
 std::vector<TrendRow> HistoryStore::trend_rows(const std::string& fingerprint, const std::string& branch) {
   const auto rows = connection_->execute(
       "SELECT r.suite, r.workload, r.size, r.backend, r.device, r.phase, r.phase_index, u.fingerprint, u.run_id, "
-      "u.git_commit, u.started_at, u.branch, r.median_ms, r.cpu_median_ms FROM results r JOIN runs u ON u.run_id = r.run_id "
+      "u.git_commit, u.started_at, u.branch, r.fast_ms, r.cpu_fast_ms FROM results r JOIN runs u ON u.run_id = r.run_id "
       "WHERE r.status = 'OK' AND r.median_ms IS NOT NULL AND u.complete = 1 AND u.failed_rows = 0 "
       "AND ($1 = '' OR u.fingerprint = $1) AND ($2 = '' OR u.branch = $2) ORDER BY u.started_at, u.run_id",
       {fingerprint, branch});

@@ -15,7 +15,7 @@ namespace pb::history {
 
 /// The schema this build writes. Older databases are migrated when opened (history_store.cpp lists
 /// each version); a newer one is refused.
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
 
 /// Where a run came from in CI; empty fields are unknown.
 struct CiContext {
@@ -43,8 +43,10 @@ struct TrendRow {
   std::string suite, workload, size, backend, device, phase;
   int phase_index = 0;
   std::string fingerprint, run_id, git_commit, started_at, branch;
-  double median_ms = 0;
-  double cpu_median_ms = 0;  // NaN when the run recorded no CPU time
+  // The run's point in the row's series (history_steps.hpp, run_point), in wall and CPU time; NaN
+  // when the run recorded no such time.
+  double point_ms = 0;
+  double cpu_point_ms = 0;
 };
 
 class HistoryStore {

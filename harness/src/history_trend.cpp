@@ -15,7 +15,7 @@ std::string workload_key(const TrendRow& row) {
 }
 
 double value_of(const TrendRow& row, const TrendOptions& options) {
-  return options.cpu_time ? row.cpu_median_ms : row.median_ms;
+  return options.cpu_time ? row.cpu_point_ms : row.point_ms;
 }
 
 std::regex trend_filter(const std::string& filter) {

@@ -17,7 +17,7 @@ namespace pb::history {
 
 struct SeriesPoint {
   std::string run_id, git_commit, started_at, branch;
-  double value = 0;  // median ms (wall or CPU), or the ratio to the reference in ratio mode
+  double value = 0;  // the run's point in ms (wall or CPU; history_steps.hpp, run_point), or the ratio to the reference
 };
 
 struct TrendStep {
@@ -41,7 +41,7 @@ struct Series {
 
 struct TrendOptions {
   bool ratio = false;      // each row over its workload's serial reference in the same run
-  bool cpu_time = false;   // the median CPU time of each row instead of its wall time (rows without one left out)
+  bool cpu_time = false;   // each row's point in CPU time instead of wall time (rows without one left out)
   std::string filter;      // regex searched in filter_id(); "" for all
   size_t last = 250;       // only the newest points of each series (the fit is O(n^3))
   StepOptions steps;

@@ -42,7 +42,7 @@ std::string chart(const history::Series& series, bool ratio) {
   const double last = static_cast<double>(std::max<size_t>(series.points.size(), 2) - 1);
   const svg::Scale x{0, last, kLeft, kRight, false};
   svg::Canvas canvas(kWidth, kHeight, "chart", "trend of " + series.name());
-  svg::y_axis(canvas, y, kLeft, kRight, ratio ? "time / reference" : "median time", format_ms);
+  svg::y_axis(canvas, y, kLeft, kRight, ratio ? "time / reference" : "time (fastest quarter)", format_ms);
   svg::x_axis(canvas, x, kBottom, kTop, "run (oldest first)", format_run_number);
   std::vector<svg::Point> line;
   for (size_t i = 0; i < series.points.size(); ++i) line.emplace_back(x(static_cast<double>(i)), y(values[i]));

@@ -43,6 +43,14 @@ double quantile(std::vector<double> samples, double q) {
 
 double median(std::vector<double> samples) { return quantile(std::move(samples), 0.5); }
 
+std::vector<double> fastest(std::vector<double> samples, double percent) {
+  if (percent >= 100) return samples;
+  std::sort(samples.begin(), samples.end());
+  const auto wanted = static_cast<size_t>(std::ceil(percent / 100 * static_cast<double>(samples.size())));
+  samples.resize(std::min(samples.size(), std::max<size_t>(3, wanted)));
+  return samples;
+}
+
 Summary summarize(const std::vector<double>& samples) {
   require_samples(samples);
   Summary summary;

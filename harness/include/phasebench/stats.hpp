@@ -33,6 +33,11 @@ double median(std::vector<double> samples);
 /// The q-quantile (0..1) with linear interpolation between order statistics.
 double quantile(std::vector<double> samples, double q);
 Summary summarize(const std::vector<double>& samples);
+/// The fastest `percent` of the samples (at least 3; all of them when percent >= 100), fastest
+/// first: on a machine shared with other work, the repetitions nothing disturbed. Which share of a
+/// run is disturbed changes from run to run, and moves a median far more than a slowdown worth
+/// catching (the gate compares these: docs/regression-gate.md; the history stores their median).
+std::vector<double> fastest(std::vector<double> samples, double percent);
 /// Speedup of `candidate` over `baseline` (time samples of each).
 Ratio speedup(const std::vector<double>& baseline, const std::vector<double>& candidate);
 
