@@ -44,7 +44,10 @@ import time
 
 CPU_BACKENDS = ("reference", "torch", "kokkos", "onednn")
 CSV_FIELDS = ("key", "file", "line", "kind", "original", "mutated", "outcome", "detail", "seconds")
-COUNTED = ("caught", "error", "crashed", "survived")
+CAUGHT = ("caught", "caught-memory", "caught-error")
+COUNTED = CAUGHT + ("crashed", "survived")
+# What CI's sanitizer stage (ci/sanitize.sh) runs with: the first report ends the process.
+SANITIZER_OPTIONS = {"ASAN_OPTIONS": "halt_on_error=1", "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1"}
 
 
 class Mutant:
@@ -203,7 +206,7 @@ class CheckPlan:
     def __init__(self, verify_args, test_filter, label, suite, backends):
         self.verify_args, self.test_filter, self.label = verify_args, test_filter, label
         self.suite, self.backends = suite, set(backends)
-        self.objects = []  # filled from the build's dependency log before a run
+        self.objects = {}  # build directory -> objects, from that build's dependency log before a run
 
 
 def list_sources(root, folder, suffixes):
@@ -337,6 +340,10 @@ def put_back(path):
     return False
 
 
+def objects_of(args, plan):
+    return plan.objects.get(args.build, [])
+
+
 def binaries_of(args, plan):
     return ([os.path.join(args.build, "phasebench")] if plan.verify_args else []) + \
            ([os.path.join(args.build, "tests", "phasebench_tests")] if plan.test_filter else [])
@@ -345,6 +352,8 @@ def binaries_of(args, plan):
 def rebuild(args, objects, binaries, limit):
     """Compile the host objects that include the mutated files and link the binaries the checks run,
     keeping the unmutated objects and binaries aside. (return code or None, output)."""
+    if not objects:  # ninja with no target would build everything
+        return 1, "no object of this build includes the mutated file"
     for name in objects:
         back_up(os.path.join(args.build, name))
     code, output = ninja(args, objects, limit)
@@ -377,9 +386,10 @@ def restore_build(args, objects, binaries):
 
 def error_outcome(detail):
     """An ERROR row is a crash when the worker died or hung; otherwise the variant threw (a bounds
-    check, a library's own argument check): seen, but not by a check of the numbers."""
+    check, a library's own argument check): verify fails with an ERROR row naming the case, which
+    counts as caught (caught-error), apart from a check of the numbers."""
     crashed = "crashed:" in detail or "timed out" in detail or not detail.startswith("ERROR")
-    return ("crashed" if crashed else "error"), detail
+    return ("crashed" if crashed else "caught-error"), detail
 
 
 def judge_verify(code, output):
@@ -421,11 +431,11 @@ def check(args, plan):
     if plan.verify_args:
         command = [os.path.join(args.build, "phasebench"), "verify", "--size", "small", "--seeds", "2",
                    "--hang-timeout", str(args.check_limit)] + plan.verify_args
-        verdicts.append(judge_verify(*run_limited(command, args.root, args.check_limit + 30)))
+        verdicts.append(judge_verify(*run_limited(command, args.root, args.check_limit + 30, args.env)))
     if plan.test_filter and not any(v[0] == "caught" for v in verdicts):
         command = [os.path.join(args.build, "tests", "phasebench_tests"), "--gtest_filter=" + plan.test_filter]
-        verdicts.append(judge_tests(*run_limited(command, args.root, args.check_limit)))
-    for outcome in ("caught", "error", "crashed", "survived"):
+        verdicts.append(judge_tests(*run_limited(command, args.root, args.check_limit, args.env)))
+    for outcome in COUNTED:
         for verdict in verdicts:
             if verdict[0] == outcome:
                 return verdict
@@ -433,25 +443,37 @@ def check(args, plan):
 
 
 class MutatedTree:
-    """Writes a batch of mutants (each in its own file) and puts the original texts, mtimes,
-    objects and binaries back on every way out, SIGTERM included."""
+    """Writes a batch of mutants (each in its own file) into the source tree of each build that
+    compiles them, and puts the original texts, mtimes, objects and binaries back on every way out,
+    SIGTERM included."""
 
-    def __init__(self, args, mutants, plans):
-        self.args, self.mutants = args, mutants
-        self.objects = sorted({o for m in mutants for o in plans[m.path].objects})
-        self.binaries = sorted({b for m in mutants for b in binaries_of(args, plans[m.path])})
+    def __init__(self, plans):
+        self.plans = plans
+        self.builds = []  # (args of a build, its objects, its binaries), each put back on the way out
         self.originals = {}
+
+    def build_in(self, args, mutants):
+        """Writes these mutants into the source tree of the build args names (the sanitized build
+        may have its own copy of the tree), then compiles and links them there."""
+        for mutant in mutants:
+            self.write(os.path.join(args.root, mutant.path), mutant)
+        objects = sorted({o for m in mutants for o in objects_of(args, self.plans[m.path])})
+        binaries = sorted({b for m in mutants for b in binaries_of(args, self.plans[m.path])})
+        self.builds.append((args, objects, binaries))
+        return rebuild(args, objects, binaries, args.build_limit)
+
+    def write(self, path, mutant):
+        if path in self.originals:
+            return
+        text = open(path, encoding="utf-8").read()
+        self.originals[path] = (text, os.stat(path).st_mtime)
+        lines = text.split("\n")
+        lines[mutant.line - 1] = mutant.mutated
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines))
 
     def __enter__(self):
         self.previous = signal.signal(signal.SIGTERM, self.on_signal)
-        for mutant in self.mutants:
-            path = os.path.join(self.args.root, mutant.path)
-            text = open(path, encoding="utf-8").read()
-            self.originals[path] = (text, os.stat(path).st_mtime)
-            lines = text.split("\n")
-            lines[mutant.line - 1] = mutant.mutated
-            with open(path, "w", encoding="utf-8") as f:
-                f.write("\n".join(lines))
         return self
 
     def on_signal(self, signum, frame):
@@ -463,15 +485,20 @@ class MutatedTree:
                 with open(path, "w", encoding="utf-8") as f:
                     f.write(text)
                 os.utime(path, (mtime, mtime))  # so the CUDA objects that include it stay current
-            restore_build(self.args, self.objects, self.binaries)
+            for args, objects, binaries in self.builds:
+                restore_build(args, objects, binaries)
         finally:
             signal.signal(signal.SIGTERM, self.previous)
         return False
 
 
 def stale(args, mutant):
-    lines = open(os.path.join(args.root, mutant.path), encoding="utf-8").read().split("\n")
-    return len(lines) < mutant.line or lines[mutant.line - 1] != mutant.original
+    """The mutated line is not what it was when listed, in the tree or in the sanitized build's copy."""
+    for root in {args.root} | ({args.sanitized.root} if args.sanitized else set()):
+        lines = open(os.path.join(root, mutant.path), encoding="utf-8").read().split("\n")
+        if len(lines) < mutant.line or lines[mutant.line - 1] != mutant.original:
+            return True
+    return False
 
 
 def run_batch(args, mutants, plans):
@@ -479,10 +506,17 @@ def run_batch(args, mutants, plans):
     if any(stale(args, m) for m in mutants):
         return [("not-viable", "the line changed since the mutant was listed") if stale(args, m)
                 else run_batch(args, [m], plans)[0] for m in mutants]
-    with MutatedTree(args, mutants, plans) as tree:
-        code, output = rebuild(args, tree.objects, tree.binaries, args.build_limit)
-        if code == 0:
-            return [check(args, plans[m.path]) for m in mutants]
+    with MutatedTree(plans) as tree:
+        if args.sanitized_only:  # the outcomes in the build as the earlier run recorded them
+            code, results = 0, [args.previous[m.key] for m in mutants]
+        else:
+            code, output = tree.build_in(args, mutants)
+            if code == 0:
+                results = [check(args, plans[m.path]) for m in mutants]
+        if code == 0 and args.sanitized:
+            results = sanitized_look(args.sanitized, tree, mutants, results)
+    if code == 0:
+        return [confirm_report(args.sanitized, plans[m.path], r) for m, r in zip(mutants, results)]
     if len(mutants) > 1:  # which one does not compile: one at a time
         return [result for m in mutants for result in run_batch(args, [m], plans)]
     if code is None:
@@ -491,9 +525,81 @@ def run_batch(args, mutants, plans):
     return [("not-viable", (errors[0] if errors else "build failed")[:200])]
 
 
+# ---------------------------------------------------------------- the sanitized second look
+
+def sanitizer_report(output, root):
+    """The first AddressSanitizer, LeakSanitizer or UBSan report in output, in one line (its kind and
+    the first frame in optimized/, else the first frame), or None."""
+    found = re.search(r"ERROR: (AddressSanitizer|LeakSanitizer): ([\w-]+)", output)
+    if found:
+        frames = re.findall(r"^\s*#\d+ 0x[0-9a-f]+ in (.+)$", output[found.end():], re.M)
+        where = next((f for f in frames if "optimized/" in f), frames[0] if frames else "?")
+        return ("%s: %s in %s" % (found.group(1), found.group(2), where)).replace(root + "/", "")[:240]
+    found = re.search(r"^(\S+:\d+:\d+: runtime error: .*)$", output, re.M)
+    return found.group(1).replace(root + "/", "")[:240] if found else None
+
+
+def sanitized_check(sanitized, plan):
+    """The sanitizer report of a plan's checks run in the sanitized build, or None: a check that
+    ends with a report exits non-zero (halt_on_error)."""
+    commands = []
+    if plan.verify_args:
+        commands.append([os.path.join(sanitized.build, "phasebench"), "verify", "--size", "small", "--seeds", "2",
+                         "--hang-timeout", str(sanitized.check_limit)] + plan.verify_args)
+    if plan.test_filter:
+        commands.append([os.path.join(sanitized.build, "tests", "phasebench_tests"),
+                         "--gtest_filter=" + plan.test_filter])
+    for command in commands:
+        code, output = run_limited(command, sanitized.root, sanitized.check_limit + 30, sanitized.env)
+        report = sanitizer_report(output, sanitized.root) if code not in (0, None) else None
+        if report:
+            return report
+    return None
+
+
+def needs_second_look(result):
+    """A mutant no check caught, whose checks ran: crashed (on a signal or past its time) or survived."""
+    outcome, detail = result
+    return outcome in ("crashed", "survived") and "selected nothing" not in detail
+
+
+def sanitized_look(sanitized, tree, mutants, results):
+    """The mutants no check caught, rebuilt in the sanitized build and checked there: a sanitizer
+    report makes a candidate for caught-memory (confirmed by confirm_report once the tree is back)."""
+    which = [m for m, r in zip(mutants, results) if needs_second_look(r)]
+    if not which:
+        return results
+    code, output = tree.build_in(sanitized, which)
+    out = []
+    for mutant, result in zip(mutants, results):
+        if mutant not in which:
+            out.append(result)
+        elif code != 0:
+            out.append((result[0], result[1] + "; the sanitized build failed"))
+        else:
+            report = sanitized_check(sanitized, tree.plans[mutant.path])
+            out.append(("sanitizer-report", report, result) if report else
+                       (result[0], result[1] + "; sanitized: no report"))
+    return out
+
+
+def confirm_report(sanitized, plan, result):
+    """A report counts (caught-memory) only when the same sanitized checks of the unmutated build
+    report nothing (checked once per selection, on the restored build)."""
+    if result[0] != "sanitizer-report":
+        return result
+    _, report, (outcome, detail) = result
+    if plan.label not in sanitized.clean:
+        sanitized.clean[plan.label] = sanitized_check(sanitized, plan)
+    unmutated = sanitized.clean[plan.label]
+    if unmutated:
+        return outcome, "%s; the unmutated sanitized build reports too: %s" % (detail, unmutated)
+    return "caught-memory", report
+
+
 def conflicts(plan, other):
     """Two mutants can share a build when no object, binary check or selected suite/backend overlaps."""
-    if set(plan.objects) & set(other.objects):
+    if set(sum(plan.objects.values(), [])) & set(sum(other.objects.values(), [])):
         return True
     if plan.test_filter or other.test_filter:  # a host test may run any variant of its suite
         return plan.suite == other.suite or bool(plan.test_filter and other.test_filter)
@@ -580,20 +686,23 @@ def summary_text(rows, elapsed):
     counts = collections.Counter(r["outcome"] for r in rows)
     viable = sum(counts[o] for o in COUNTED)
     share = lambda n: 100.0 * n / viable if viable else 0.0
-    lines = ["mutants: %d  caught %d  error %d  crashed %d  survived %d  not viable %d  equivalent %d" % (
-                 len(rows), counts["caught"], counts["error"], counts["crashed"], counts["survived"],
-                 counts["not-viable"], counts["equivalent"]),
-             "score: %d / %d viable non-equivalent = %.1f%% caught by a check" % (
+    caught = sum(counts[o] for o in CAUGHT)
+    lines = ["mutants: %d  %s" % (len(rows), "  ".join("%s %d" % (o, counts[o]) for o in
+                                                      COUNTED + ("not-viable", "equivalent"))),
+             "score: %d / %d viable non-equivalent = %.1f%% caught by verify's checks, the sanitized "
+             "run included (caught + caught-memory + caught-error)" % (caught, viable, share(caught)),
+             "by the numbers check alone (caught): %d / %d = %.1f%%" % (
                  counts["caught"], viable, share(counts["caught"])),
-             "seen at all (caught or error): %d / %d = %.1f%%" % (
-                 counts["caught"] + counts["error"], viable, share(counts["caught"] + counts["error"])),
+             "without the sanitized run (caught + caught-error): %d / %d = %.1f%%" % (
+                 counts["caught"] + counts["caught-error"], viable,
+                 share(counts["caught"] + counts["caught-error"])),
              "time: %.0f s of mutant runs" % elapsed, "by suite and backend:"]
     by_group = collections.defaultdict(collections.Counter)
     for r in rows:
         by_group["%s %s" % group_of_path(r["file"])][r["outcome"]] += 1
     for key in sorted(by_group):
         lines.append("  %-22s %s" % (key, " ".join("%s %d" % kv for kv in sorted(by_group[key].items()))))
-    for outcome in ("survived", "crashed", "error", "equivalent"):
+    for outcome in ("survived", "crashed", "caught-memory", "caught-error", "equivalent"):
         listed = [r for r in rows if r["outcome"] == outcome]
         if listed:
             lines.append("%s:" % outcome)
@@ -618,7 +727,11 @@ def parse_args():
     parser.add_argument("--sample", type=int, default=120, help="how many mutants (default 120)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the sample (default 1)")
     parser.add_argument("--files", default="", help="only files whose path matches this regex")
-    parser.add_argument("--rerun", help="a mutants.csv: run its survived and crashed mutants again")
+    parser.add_argument("--rerun", nargs="+", metavar="CSV", help="mutants.csv files: run their survived and "
+                        "crashed mutants again (a mutant in several with its outcome in the last)")
+    parser.add_argument("--asan-build", metavar="DIR", help="a configured sanitizer build (preset asan, "
+                        "CUDA off, phasebench and phasebench_tests built): a mutant that crashes or survives "
+                        "is rebuilt there and checked again; a sanitizer report makes it caught-memory")
     parser.add_argument("--shard", default="1/1", help="I/N: run every Nth sampled mutant from the Ith "
                         "(N copies of the tree, each with its own build, run side by side)")
     parser.add_argument("--keys", nargs="+", metavar="KEY", help="run these mutants (keys as --list prints them)")
@@ -634,11 +747,22 @@ def parse_args():
     parser.add_argument("--jobs", type=int, default=2, help="compile jobs (default 2)")
     parser.add_argument("--batch", type=int, default=1, help="mutants in independent files and checks built "
                         "together, one link for all (default 1)")
+    parser.add_argument("--sanitized-only", action="store_true", help="with --rerun and --asan-build: take "
+                        "the outcomes in the normal build from the CSVs and run only the sanitized look")
     parser.add_argument("--nice", type=int, default=10)
     args = parser.parse_args()
     args.root = os.path.abspath(args.root)
     args.build = os.path.abspath(args.build or os.path.join(args.root, "build"))
     args.allowlist = args.allowlist or os.path.join(args.root, "ci", "mutation-equivalent.txt")
+    args.env, args.sanitized = None, None
+    if args.asan_build:
+        args.sanitized = argparse.Namespace(**vars(args))
+        args.sanitized.build = os.path.abspath(args.asan_build)
+        args.sanitized.env = dict(os.environ, **SANITIZER_OPTIONS)
+        args.sanitized.root = source_dir_of(args.sanitized.build) or args.root
+        args.sanitized.clean = {}  # selection -> the unmutated sanitized build's report (None: clean)
+    if args.sanitized_only and not (args.rerun and args.sanitized):
+        parser.error("--sanitized-only needs --rerun and --asan-build")
     if args.sample < 1:
         parser.error("--sample must be at least 1")
     shard = re.fullmatch(r"(\d+)/(\d+)", args.shard)
@@ -651,9 +775,19 @@ def parse_args():
         parser.error("--out DIR is required unless --list")
     if args.out and os.path.exists(args.out):
         parser.error("--out %s exists; results are never overwritten" % args.out)
-    if not args.list and not os.path.exists(os.path.join(args.build, "phasebench")):
-        parser.error("no phasebench in %s: configure and build first (README)" % args.build)
+    for build in [args] + ([args.sanitized] if args.sanitized else []):
+        if not args.list and not os.path.exists(os.path.join(build.build, "phasebench")):
+            parser.error("no phasebench in %s: configure and build first (README)" % build.build)
     return args
+
+
+def source_dir_of(build_dir):
+    """The source tree a configured build compiles (CMAKE_HOME_DIRECTORY in its CMakeCache.txt)."""
+    cache = os.path.join(build_dir, "CMakeCache.txt")
+    if not os.path.exists(cache):
+        return None
+    found = re.search(r"^CMAKE_HOME_DIRECTORY:INTERNAL=(.*)$", open(cache, encoding="utf-8").read(), re.M)
+    return os.path.abspath(found.group(1)) if found else None
 
 
 def select_mutants(args, plans):
@@ -663,8 +797,9 @@ def select_mutants(args, plans):
     if args.keys:
         return [m for m in everything if m.key in set(args.keys)]
     if args.rerun:
-        wanted = {r["key"] for r in csv.DictReader(open(args.rerun, encoding="utf-8"))
+        wanted = {r["key"]: (r["outcome"], r["detail"]) for r in latest_rows(args.rerun)
                   if r["outcome"] in ("survived", "crashed")}
+        args.previous = wanted
         return [m for m in everything if m.key in wanted]
     picked = sample(everything, args.sample, args.seed)
     index, count = args.shard
@@ -718,25 +853,33 @@ def run_all(args, mutants, plans, allowlist):
                 rows.append(row)
                 writer.writerow(row)
     # Back to the unmutated build, so the tree's binaries match its sources.
-    build(args, "phasebench_tests" if any(plans[m.path].test_filter for m in mutants) else "phasebench",
-          args.build_limit)
+    for built in ([] if args.sanitized_only else [args]) + ([args.sanitized] if args.sanitized else []):
+        build(built, "phasebench_tests" if any(plans[m.path].test_filter for m in mutants) else "phasebench",
+              args.build_limit)
     os.replace(partial, os.path.join(args.out, "mutants.csv"))
     return rows, time.time() - started
+
+
+def latest_rows(paths):
+    """The rows of mutants.csv files, a mutant run again (after a fix) with its latest outcome; rows of
+    older runs read with today's outcomes (an ERROR row from a throw was "crashed", then "error")."""
+    latest = {}
+    for path in paths:
+        for r in csv.DictReader(open(path, encoding="utf-8")):
+            latest.pop(r["key"], None)
+            latest[r["key"]] = r
+    for r in latest.values():
+        if r["outcome"] in ("crashed", "error"):
+            r["outcome"] = error_outcome(r["detail"])[0]
+    return list(latest.values())
 
 
 def main():
     args = parse_args()
     allowlist = load_allowlist(args.allowlist)
     if args.summarize:
-        latest = {}  # a mutant run again (after a fix) counts with its latest outcome
-        for path in args.summarize:
-            for r in csv.DictReader(open(path, encoding="utf-8")):
-                latest.pop(r["key"], None)
-                latest[r["key"]] = r
-        rows = list(latest.values())
+        rows = latest_rows(args.summarize)
         for r in rows:  # the allowlist as it is now: an entry added after the run applies
-            if r["outcome"] == "crashed":
-                r["outcome"] = error_outcome(r["detail"])[0]
             if r["key"] in allowlist and r["outcome"] != "not-viable":
                 r["outcome"], r["detail"] = "equivalent", allowlist[r["key"]]
         print(summary_text(rows, sum(float(r["seconds"]) for r in rows)))
@@ -749,9 +892,10 @@ def main():
                   m.original.strip(), m.mutated.strip(), plans[m.path].label))
         print("%d mutants" % len(mutants))
         return 0
-    deps = dependency_log(args)
-    for plan in plans.values():
-        plan.objects = [o for o in objects_including(deps, args, plan.path)]
+    for build in [args] + ([args.sanitized] if args.sanitized else []):
+        deps = dependency_log(build)
+        for plan in plans.values():
+            plan.objects[build.build] = objects_including(deps, build, plan.path)
     rows, elapsed = run_all(args, mutants, plans, allowlist)
     text = summary_text(rows, elapsed)
     with open(os.path.join(args.out, "summary.txt.tmp"), "w", encoding="utf-8") as f:
@@ -762,9 +906,9 @@ def main():
 
 
 def score_status(rows):
-    """0 when at least 95% of the viable non-equivalent mutants are caught."""
+    """0 when at least 95% of the viable non-equivalent mutants are caught (in any of the three ways)."""
     viable = sum(1 for r in rows if r["outcome"] in COUNTED)
-    caught = sum(1 for r in rows if r["outcome"] == "caught")
+    caught = sum(1 for r in rows if r["outcome"] in CAUGHT)
     return 0 if caught >= 0.95 * viable else 1
 
 
