@@ -7,16 +7,21 @@ host-device bodies), one at a time, rebuilds incrementally, and runs the check t
 engine file), or, for a CUDA host-device file, the host tests that run its bodies
 (build/tests/phasebench_tests with a gtest filter). Outcomes:
 
-  caught      verify exits 1 with a FAIL row (or a host test fails an assertion)
-  error       verify exits 1 with an ERROR row from an exception the variant threw (a bounds check
-              in the code or a library refused the mutant): seen, but not by a check of the numbers
-  crashed     verify's worker or the test binary crashed, or a check timed out
-  survived    every check passed
-  not-viable  the mutant does not compile (excluded from the score)
-  equivalent  listed in ci/mutation-equivalent.txt with a reason (excluded from the score)
+  caught         verify exits 1 with a FAIL row (or a host test fails an assertion)
+  caught-memory  crashed or survived here, but the same check in a sanitizer build (--asan-build,
+                 or --asan-mutated) ends with an AddressSanitizer, LeakSanitizer or UBSan report,
+                 and the unmutated sanitizer build reports nothing for that check (CI runs verify
+                 --size small and the unit tests sanitized: ci/sanitize.sh)
+  caught-error   verify exits 1 with an ERROR row from an exception the variant threw (a bounds check
+                 in the code, a library refusing an argument): verify fails, naming the case
+  crashed        verify's worker or the test binary died on a signal with no sanitizer report, or a
+                 check timed out or selected nothing
+  survived       every check passed
+  not-viable     the mutant does not compile (excluded from the score)
+  equivalent     listed in ci/mutation-equivalent.txt with a reason (excluded from the score)
 
-The score is caught / (caught + error + crashed + survived); the summary also gives the share
-seen at all (caught + error). Only the host objects that include the
+The score is (caught + caught-memory + caught-error) / (those + crashed + survived); the summary
+also gives the share caught by the numbers check alone. Only the host objects that include the
 mutated file are recompiled and the binaries relinked with ninja's own link command (the CUDA
 objects, which no device runs here, are not rebuilt); the unmutated objects and binaries are kept
 aside and put back with the file's text and mtime after each mutant, also when the script is
@@ -24,9 +29,11 @@ interrupted. `--batch N` builds up to N mutants in independent files and checks 
 link, `--jobs` compiles in parallel). Standard library only.
 
   ci/mutate.py --list [--sample N --seed S]          show the mutants, run nothing
-  ci/mutate.py --sample 110 --seed 1 --batch 2 --out DIR   the full run (docs/reliability-mutation.md)
+  ci/mutate.py --sample 120 --seed 2 --batch 2 --asan-build build-asan --out DIR   a full run
   ci/mutate.py --sample 3 --seed 1 --out DIR         a smoke
-  ci/mutate.py --rerun DIR/mutants.csv --out DIR2    re-run the survivors of an earlier run
+  ci/mutate.py --rerun DIR/mutants.csv --out DIR2    re-run the survivors and crashes of earlier runs
+  ci/mutate.py --rerun CSV... --sanitized-only --asan-mutated COPY/build --out DIR2
+                                                     only the sanitized look, in a copy of the tree
   ci/mutate.py --summarize DIR/mutants.csv...        the summary of one or more runs
 """
 import argparse
@@ -318,9 +325,10 @@ def objects_including(deps, args, path):
                   if any(f.endswith(name) and os.path.normpath(os.path.join(args.build, f)) == target for f in files))
 
 
-def link_command(args, binary):
-    """ninja's own link command of a binary, run by hand so that stale CUDA objects are not rebuilt."""
-    code, output = run_limited(["ninja", "-C", args.build, "-t", "commands", binary], args.root, 120)
+def last_command(args, target):
+    """ninja's own command that makes a target (a binary's link, an object's compile), run by hand
+    so that stale CUDA objects are not rebuilt."""
+    code, output = run_limited(["ninja", "-C", args.build, "-t", "commands", target], args.root, 120)
     return output.strip().splitlines()[-1]
 
 
@@ -345,8 +353,8 @@ def objects_of(args, plan):
 
 
 def binaries_of(args, plan):
-    return ([os.path.join(args.build, "phasebench")] if plan.verify_args else []) + \
-           ([os.path.join(args.build, "tests", "phasebench_tests")] if plan.test_filter else [])
+    return ([os.path.join(args.build, "phasebench" + args.suffix)] if plan.verify_args else []) + \
+           ([os.path.join(args.build, "tests", "phasebench_tests" + args.suffix)] if plan.test_filter else [])
 
 
 def rebuild(args, objects, binaries, limit):
@@ -362,10 +370,47 @@ def rebuild(args, objects, binaries, limit):
     for binary in binaries:
         back_up(binary)
         code, linked = run_limited(["nice", "-n", str(args.nice), "sh", "-c",
-                                    link_command(args, os.path.relpath(binary, args.build))], args.build, limit)
+                                    last_command(args, os.path.relpath(binary, args.build))], args.build, limit)
         if code != 0:
             return code, output + linked
     return 0, output
+
+
+# ---- instrumenting the mutated objects only (--asan-mutated)
+
+SANITIZE_FLAGS = "-fsanitize=address,undefined -fno-omit-frame-pointer"
+INSTRUMENTED = ".asan.o"
+
+
+def rebuild_instrumented(args, objects, binaries, limit):
+    """The mutated objects compiled again with the sanitizer flags (beside the normal ones, as
+    OBJECT.asan.o) and the binaries linked from them, the other objects as they are, and the
+    sanitizer runtime, into BINARY-asan: the mutated code is checked as in a fully sanitized
+    build; the rest is not (a report here is one the full build gives too, not the reverse)."""
+    for name in objects:
+        command = last_command(args, name)
+        command = command.replace(" -MF %s.d " % name, " -MF %s%s.d " % (name, INSTRUMENTED))
+        command = command.replace(" -o %s " % name, " %s -g -o %s%s " % (SANITIZE_FLAGS, name, INSTRUMENTED))
+        code, output = run_limited(["nice", "-n", str(args.nice), "sh", "-c", command], args.build, limit)
+        if code != 0:
+            return code, output
+    for binary in binaries:
+        plain = os.path.relpath(binary, args.build)[:-len(args.suffix)]
+        command = last_command(args, plain) + " "
+        for name in objects:
+            command = command.replace(" %s " % name, " %s%s " % (name, INSTRUMENTED))
+        command = command.replace(" -o %s " % plain, " %s -o %s%s " % (SANITIZE_FLAGS, plain, args.suffix))
+        code, output = run_limited(["nice", "-n", str(args.nice), "sh", "-c", command], args.build, limit)
+        if code != 0:
+            return code, output
+    return 0, ""
+
+
+def remove_instrumented(args, objects, binaries):
+    for path in [os.path.join(args.build, o + INSTRUMENTED) for o in objects] + list(binaries):
+        for stale_file in (path, path + ".d"):
+            if os.path.exists(stale_file):
+                os.remove(stale_file)
 
 
 def restore_build(args, objects, binaries):
@@ -460,7 +505,8 @@ class MutatedTree:
         objects = sorted({o for m in mutants for o in objects_of(args, self.plans[m.path])})
         binaries = sorted({b for m in mutants for b in binaries_of(args, self.plans[m.path])})
         self.builds.append((args, objects, binaries))
-        return rebuild(args, objects, binaries, args.build_limit)
+        return (rebuild_instrumented if args.instrument_mutated else rebuild)(args, objects, binaries,
+                                                                               args.build_limit)
 
     def write(self, path, mutant):
         if path in self.originals:
@@ -486,7 +532,7 @@ class MutatedTree:
                     f.write(text)
                 os.utime(path, (mtime, mtime))  # so the CUDA objects that include it stay current
             for args, objects, binaries in self.builds:
-                restore_build(args, objects, binaries)
+                (remove_instrumented if args.instrument_mutated else restore_build)(args, objects, binaries)
         finally:
             signal.signal(signal.SIGTERM, self.previous)
         return False
@@ -544,10 +590,10 @@ def sanitized_check(sanitized, plan):
     ends with a report exits non-zero (halt_on_error)."""
     commands = []
     if plan.verify_args:
-        commands.append([os.path.join(sanitized.build, "phasebench"), "verify", "--size", "small", "--seeds", "2",
+        commands.append([os.path.join(sanitized.build, "phasebench" + sanitized.suffix), "verify", "--size", "small", "--seeds", "2",
                          "--hang-timeout", str(sanitized.check_limit)] + plan.verify_args)
     if plan.test_filter:
-        commands.append([os.path.join(sanitized.build, "tests", "phasebench_tests"),
+        commands.append([os.path.join(sanitized.build, "tests", "phasebench_tests" + sanitized.suffix),
                          "--gtest_filter=" + plan.test_filter])
     for command in commands:
         code, output = run_limited(command, sanitized.root, sanitized.check_limit + 30, sanitized.env)
@@ -590,7 +636,12 @@ def confirm_report(sanitized, plan, result):
         return result
     _, report, (outcome, detail) = result
     if plan.label not in sanitized.clean:
+        binaries = binaries_of(sanitized, plan)
+        if sanitized.instrument_mutated:  # the unmutated objects with the sanitizer runtime
+            rebuild_instrumented(sanitized, [], binaries, sanitized.build_limit)
         sanitized.clean[plan.label] = sanitized_check(sanitized, plan)
+        if sanitized.instrument_mutated:
+            remove_instrumented(sanitized, [], binaries)
     unmutated = sanitized.clean[plan.label]
     if unmutated:
         return outcome, "%s; the unmutated sanitized build reports too: %s" % (detail, unmutated)
@@ -688,7 +739,7 @@ def summary_text(rows, elapsed):
     share = lambda n: 100.0 * n / viable if viable else 0.0
     caught = sum(counts[o] for o in CAUGHT)
     lines = ["mutants: %d  %s" % (len(rows), "  ".join("%s %d" % (o, counts[o]) for o in
-                                                      COUNTED + ("not-viable", "equivalent"))),
+                                                      COUNTED + ("not-viable", "equivalent", "line-changed"))),
              "score: %d / %d viable non-equivalent = %.1f%% caught by verify's checks, the sanitized "
              "run included (caught + caught-memory + caught-error)" % (caught, viable, share(caught)),
              "by the numbers check alone (caught): %d / %d = %.1f%%" % (
@@ -702,7 +753,7 @@ def summary_text(rows, elapsed):
         by_group["%s %s" % group_of_path(r["file"])][r["outcome"]] += 1
     for key in sorted(by_group):
         lines.append("  %-22s %s" % (key, " ".join("%s %d" % kv for kv in sorted(by_group[key].items()))))
-    for outcome in ("survived", "crashed", "caught-memory", "caught-error", "equivalent"):
+    for outcome in ("survived", "crashed", "caught-memory", "caught-error", "equivalent", "line-changed"):
         listed = [r for r in rows if r["outcome"] == outcome]
         if listed:
             lines.append("%s:" % outcome)
@@ -747,6 +798,9 @@ def parse_args():
     parser.add_argument("--jobs", type=int, default=2, help="compile jobs (default 2)")
     parser.add_argument("--batch", type=int, default=1, help="mutants in independent files and checks built "
                         "together, one link for all (default 1)")
+    parser.add_argument("--asan-mutated", metavar="DIR", help="instead of --asan-build: a normal build (of "
+                        "this tree or a copy) in which only the mutated objects are compiled with the sanitizer "
+                        "flags and linked with the sanitizer runtime into phasebench-asan, phasebench_tests-asan")
     parser.add_argument("--sanitized-only", action="store_true", help="with --rerun and --asan-build: take "
                         "the outcomes in the normal build from the CSVs and run only the sanitized look")
     parser.add_argument("--nice", type=int, default=10)
@@ -754,15 +808,19 @@ def parse_args():
     args.root = os.path.abspath(args.root)
     args.build = os.path.abspath(args.build or os.path.join(args.root, "build"))
     args.allowlist = args.allowlist or os.path.join(args.root, "ci", "mutation-equivalent.txt")
-    args.env, args.sanitized = None, None
-    if args.asan_build:
+    args.env, args.sanitized, args.suffix, args.instrument_mutated = None, None, "", False
+    if args.asan_build and args.asan_mutated:
+        parser.error("--asan-build and --asan-mutated are two ways of one thing: give one")
+    if args.asan_build or args.asan_mutated:
         args.sanitized = argparse.Namespace(**vars(args))
-        args.sanitized.build = os.path.abspath(args.asan_build)
+        args.sanitized.build = os.path.abspath(args.asan_build or args.asan_mutated)
+        args.sanitized.instrument_mutated = bool(args.asan_mutated)
+        args.sanitized.suffix = "-asan" if args.asan_mutated else ""
         args.sanitized.env = dict(os.environ, **SANITIZER_OPTIONS)
         args.sanitized.root = source_dir_of(args.sanitized.build) or args.root
         args.sanitized.clean = {}  # selection -> the unmutated sanitized build's report (None: clean)
     if args.sanitized_only and not (args.rerun and args.sanitized):
-        parser.error("--sanitized-only needs --rerun and --asan-build")
+        parser.error("--sanitized-only needs --rerun and --asan-build or --asan-mutated")
     if args.sample < 1:
         parser.error("--sample must be at least 1")
     shard = re.fullmatch(r"(\d+)/(\d+)", args.shard)
@@ -874,13 +932,22 @@ def latest_rows(paths):
     return list(latest.values())
 
 
+def line_still_there(root, row):
+    """Whether the mutated line is still in its file: a fix may have rewritten it (its mutants are
+    then new ones, with other keys), and the old mutant no longer exists to be counted."""
+    path = os.path.join(root, row["file"])
+    return os.path.exists(path) and row["original"] in {l.strip() for l in open(path, encoding="utf-8")}
+
+
 def main():
     args = parse_args()
     allowlist = load_allowlist(args.allowlist)
     if args.summarize:
         rows = latest_rows(args.summarize)
         for r in rows:  # the allowlist as it is now: an entry added after the run applies
-            if r["key"] in allowlist and r["outcome"] != "not-viable":
+            if not line_still_there(args.root, r):
+                r["outcome"], r["detail"] = "line-changed", "was %s: %s" % (r["outcome"], r["detail"])
+            elif r["key"] in allowlist and r["outcome"] != "not-viable":
                 r["outcome"], r["detail"] = "equivalent", allowlist[r["key"]]
         print(summary_text(rows, sum(float(r["seconds"]) for r in rows)))
         return score_status(rows)
