@@ -854,14 +854,14 @@ def select_mutants(args, plans):
         everything += mutants_of(path, open(os.path.join(args.root, path), encoding="utf-8").read())
     if args.keys:
         return [m for m in everything if m.key in set(args.keys)]
+    done = {r["key"] for path in args.skip for r in csv.DictReader(open(path, encoding="utf-8"))}
     if args.rerun:
         wanted = {r["key"]: (r["outcome"], r["detail"]) for r in latest_rows(args.rerun)
                   if r["outcome"] in ("survived", "crashed")}
         args.previous = wanted
-        return [m for m in everything if m.key in wanted]
+        return [m for m in everything if m.key in wanted and m.key not in done]
     picked = sample(everything, args.sample, args.seed)
     index, count = args.shard
-    done = {r["key"] for path in args.skip for r in csv.DictReader(open(path, encoding="utf-8"))}
     return [m for m in picked[index - 1::count] if m.key not in done]
 
 
