@@ -585,6 +585,19 @@ def sanitizer_report(output, root):
     return found.group(1).replace(root + "/", "")[:240] if found else None
 
 
+# AddressSanitizer's handler of a fatal signal reports "AddressSanitizer: SEGV on unknown address"
+# and the like: the program crashed (a wild access far from any redzone), nothing was detected.
+DEADLY_SIGNALS = ("SEGV", "BUS", "FPE", "ILL", "ABRT", "TRAP", "stack-overflow")
+
+
+def memory_outcome(report, outcome, detail):
+    """caught-memory for a sanitizer's finding; a fatal signal it only reported keeps the outcome."""
+    kind = re.match(r"\w+Sanitizer: ([\w-]+)", report)
+    if kind and kind.group(1) in DEADLY_SIGNALS:
+        return outcome, "%s; sanitized: a fatal signal, nothing detected (%s)" % (detail, report)
+    return "caught-memory", report
+
+
 def sanitized_check(sanitized, plan):
     """The sanitizer report of a plan's checks run in the sanitized build, or None: a check that
     ends with a report exits non-zero (halt_on_error)."""
@@ -645,7 +658,7 @@ def confirm_report(sanitized, plan, result):
     unmutated = sanitized.clean[plan.label]
     if unmutated:
         return outcome, "%s; the unmutated sanitized build reports too: %s" % (detail, unmutated)
-    return "caught-memory", report
+    return memory_outcome(report, outcome, detail)
 
 
 def conflicts(plan, other):
@@ -929,6 +942,8 @@ def latest_rows(paths):
     for r in latest.values():
         if r["outcome"] in ("crashed", "error"):
             r["outcome"] = error_outcome(r["detail"])[0]
+        if r["outcome"] == "caught-memory":  # recorded before fatal signals were told apart
+            r["outcome"], r["detail"] = memory_outcome(r["detail"], "crashed", "crashed")
     return list(latest.values())
 
 
