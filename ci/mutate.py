@@ -386,7 +386,7 @@ def rebuild_instrumented(args, objects, binaries, limit):
     """The mutated objects compiled again with the sanitizer flags (beside the normal ones, as
     OBJECT.asan.o) and the binaries linked from them, the other objects as they are, and the
     sanitizer runtime, into BINARY-asan: the mutated code is checked as in a fully sanitized
-    build; the rest is not (a report here is one the full build gives too, not the reverse)."""
+    build; the rest is not (a report here is expected there too, not the reverse)."""
     for name in objects:
         command = last_command(args, name)
         command = command.replace(" -MF %s.d " % name, " -MF %s%s.d " % (name, INSTRUMENTED))
