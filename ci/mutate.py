@@ -603,8 +603,8 @@ def sanitized_check(sanitized, plan):
     ends with a report exits non-zero (halt_on_error)."""
     commands = []
     if plan.verify_args:
-        commands.append([os.path.join(sanitized.build, "phasebench" + sanitized.suffix), "verify", "--size", "small", "--seeds", "2",
-                         "--hang-timeout", str(sanitized.check_limit)] + plan.verify_args)
+        commands.append([os.path.join(sanitized.build, "phasebench" + sanitized.suffix), "verify", "--size", "small",
+                         "--seeds", "2", "--hang-timeout", str(sanitized.check_limit)] + plan.verify_args)
     if plan.test_filter:
         commands.append([os.path.join(sanitized.build, "tests", "phasebench_tests" + sanitized.suffix),
                          "--gtest_filter=" + plan.test_filter])
