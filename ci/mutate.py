@@ -7,16 +7,21 @@ host-device bodies), one at a time, rebuilds incrementally, and runs the check t
 engine file), or, for a CUDA host-device file, the host tests that run its bodies
 (build/tests/phasebench_tests with a gtest filter). Outcomes:
 
-  caught      verify exits 1 with a FAIL row (or a host test fails an assertion)
-  error       verify exits 1 with an ERROR row from an exception the variant threw (a bounds check
-              in the code or a library refused the mutant): seen, but not by a check of the numbers
-  crashed     verify's worker or the test binary crashed, or a check timed out
-  survived    every check passed
-  not-viable  the mutant does not compile (excluded from the score)
-  equivalent  listed in ci/mutation-equivalent.txt with a reason (excluded from the score)
+  caught         verify exits 1 with a FAIL row (or a host test fails an assertion)
+  caught-memory  crashed or survived here, but the same check in a sanitizer build (--asan-build,
+                 or --asan-mutated) ends with an AddressSanitizer, LeakSanitizer or UBSan report,
+                 and the unmutated sanitizer build reports nothing for that check (CI runs verify
+                 --size small and the unit tests sanitized: ci/sanitize.sh)
+  caught-error   verify exits 1 with an ERROR row from an exception the variant threw (a bounds check
+                 in the code, a library refusing an argument): verify fails, naming the case
+  crashed        verify's worker or the test binary died on a signal with no sanitizer report, or a
+                 check timed out or selected nothing
+  survived       every check passed
+  not-viable     the mutant does not compile (excluded from the score)
+  equivalent     listed in ci/mutation-equivalent.txt with a reason (excluded from the score)
 
-The score is caught / (caught + error + crashed + survived); the summary also gives the share
-seen at all (caught + error). Only the host objects that include the
+The score is (caught + caught-memory + caught-error) / (those + crashed + survived); the summary
+also gives the share caught by the numbers check alone. Only the host objects that include the
 mutated file are recompiled and the binaries relinked with ninja's own link command (the CUDA
 objects, which no device runs here, are not rebuilt); the unmutated objects and binaries are kept
 aside and put back with the file's text and mtime after each mutant, also when the script is
@@ -24,9 +29,11 @@ interrupted. `--batch N` builds up to N mutants in independent files and checks 
 link, `--jobs` compiles in parallel). Standard library only.
 
   ci/mutate.py --list [--sample N --seed S]          show the mutants, run nothing
-  ci/mutate.py --sample 110 --seed 1 --batch 2 --out DIR   the full run (docs/reliability-mutation.md)
+  ci/mutate.py --sample 120 --seed 2 --batch 2 --asan-build build-asan --out DIR   a full run
   ci/mutate.py --sample 3 --seed 1 --out DIR         a smoke
-  ci/mutate.py --rerun DIR/mutants.csv --out DIR2    re-run the survivors of an earlier run
+  ci/mutate.py --rerun DIR/mutants.csv --out DIR2    re-run the survivors and crashes of earlier runs
+  ci/mutate.py --rerun CSV... --sanitized-only --asan-mutated COPY/build --out DIR2
+                                                     only the sanitized look, in a copy of the tree
   ci/mutate.py --summarize DIR/mutants.csv...        the summary of one or more runs
 """
 import argparse
@@ -44,7 +51,10 @@ import time
 
 CPU_BACKENDS = ("reference", "torch", "kokkos", "onednn")
 CSV_FIELDS = ("key", "file", "line", "kind", "original", "mutated", "outcome", "detail", "seconds")
-COUNTED = ("caught", "error", "crashed", "survived")
+CAUGHT = ("caught", "caught-memory", "caught-error")
+COUNTED = CAUGHT + ("crashed", "survived")
+# What CI's sanitizer stage (ci/sanitize.sh) runs with: the first report ends the process.
+SANITIZER_OPTIONS = {"ASAN_OPTIONS": "halt_on_error=1", "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1"}
 
 
 class Mutant:
@@ -203,7 +213,7 @@ class CheckPlan:
     def __init__(self, verify_args, test_filter, label, suite, backends):
         self.verify_args, self.test_filter, self.label = verify_args, test_filter, label
         self.suite, self.backends = suite, set(backends)
-        self.objects = []  # filled from the build's dependency log before a run
+        self.objects = {}  # build directory -> objects, from that build's dependency log before a run
 
 
 def list_sources(root, folder, suffixes):
@@ -315,9 +325,10 @@ def objects_including(deps, args, path):
                   if any(f.endswith(name) and os.path.normpath(os.path.join(args.build, f)) == target for f in files))
 
 
-def link_command(args, binary):
-    """ninja's own link command of a binary, run by hand so that stale CUDA objects are not rebuilt."""
-    code, output = run_limited(["ninja", "-C", args.build, "-t", "commands", binary], args.root, 120)
+def last_command(args, target):
+    """ninja's own command that makes a target (a binary's link, an object's compile), run by hand
+    so that stale CUDA objects are not rebuilt."""
+    code, output = run_limited(["ninja", "-C", args.build, "-t", "commands", target], args.root, 120)
     return output.strip().splitlines()[-1]
 
 
@@ -337,14 +348,20 @@ def put_back(path):
     return False
 
 
+def objects_of(args, plan):
+    return plan.objects.get(args.build, [])
+
+
 def binaries_of(args, plan):
-    return ([os.path.join(args.build, "phasebench")] if plan.verify_args else []) + \
-           ([os.path.join(args.build, "tests", "phasebench_tests")] if plan.test_filter else [])
+    return ([os.path.join(args.build, "phasebench" + args.suffix)] if plan.verify_args else []) + \
+           ([os.path.join(args.build, "tests", "phasebench_tests" + args.suffix)] if plan.test_filter else [])
 
 
 def rebuild(args, objects, binaries, limit):
     """Compile the host objects that include the mutated files and link the binaries the checks run,
     keeping the unmutated objects and binaries aside. (return code or None, output)."""
+    if not objects:  # ninja with no target would build everything
+        return 1, "no object of this build includes the mutated file"
     for name in objects:
         back_up(os.path.join(args.build, name))
     code, output = ninja(args, objects, limit)
@@ -353,10 +370,47 @@ def rebuild(args, objects, binaries, limit):
     for binary in binaries:
         back_up(binary)
         code, linked = run_limited(["nice", "-n", str(args.nice), "sh", "-c",
-                                    link_command(args, os.path.relpath(binary, args.build))], args.build, limit)
+                                    last_command(args, os.path.relpath(binary, args.build))], args.build, limit)
         if code != 0:
             return code, output + linked
     return 0, output
+
+
+# ---- instrumenting the mutated objects only (--asan-mutated)
+
+SANITIZE_FLAGS = "-fsanitize=address,undefined -fno-omit-frame-pointer"
+INSTRUMENTED = ".asan.o"
+
+
+def rebuild_instrumented(args, objects, binaries, limit):
+    """The mutated objects compiled again with the sanitizer flags (beside the normal ones, as
+    OBJECT.asan.o) and the binaries linked from them, the other objects as they are, and the
+    sanitizer runtime, into BINARY-asan: the mutated code is checked as in a fully sanitized
+    build; the rest is not (a report here is expected there too, not the reverse)."""
+    for name in objects:
+        command = last_command(args, name)
+        command = command.replace(" -MF %s.d " % name, " -MF %s%s.d " % (name, INSTRUMENTED))
+        command = command.replace(" -o %s " % name, " %s -g -o %s%s " % (SANITIZE_FLAGS, name, INSTRUMENTED))
+        code, output = run_limited(["nice", "-n", str(args.nice), "sh", "-c", command], args.build, limit)
+        if code != 0:
+            return code, output
+    for binary in binaries:
+        plain = os.path.relpath(binary, args.build)[:-len(args.suffix)]
+        command = last_command(args, plain) + " "
+        for name in objects:
+            command = command.replace(" %s " % name, " %s%s " % (name, INSTRUMENTED))
+        command = command.replace(" -o %s " % plain, " %s -o %s%s " % (SANITIZE_FLAGS, plain, args.suffix))
+        code, output = run_limited(["nice", "-n", str(args.nice), "sh", "-c", command], args.build, limit)
+        if code != 0:
+            return code, output
+    return 0, ""
+
+
+def remove_instrumented(args, objects, binaries):
+    for path in [os.path.join(args.build, o + INSTRUMENTED) for o in objects] + list(binaries):
+        for stale_file in (path, path + ".d"):
+            if os.path.exists(stale_file):
+                os.remove(stale_file)
 
 
 def restore_build(args, objects, binaries):
@@ -377,9 +431,10 @@ def restore_build(args, objects, binaries):
 
 def error_outcome(detail):
     """An ERROR row is a crash when the worker died or hung; otherwise the variant threw (a bounds
-    check, a library's own argument check): seen, but not by a check of the numbers."""
+    check, a library's own argument check): verify fails with an ERROR row naming the case, which
+    counts as caught (caught-error), apart from a check of the numbers."""
     crashed = "crashed:" in detail or "timed out" in detail or not detail.startswith("ERROR")
-    return ("crashed" if crashed else "error"), detail
+    return ("crashed" if crashed else "caught-error"), detail
 
 
 def judge_verify(code, output):
@@ -421,11 +476,11 @@ def check(args, plan):
     if plan.verify_args:
         command = [os.path.join(args.build, "phasebench"), "verify", "--size", "small", "--seeds", "2",
                    "--hang-timeout", str(args.check_limit)] + plan.verify_args
-        verdicts.append(judge_verify(*run_limited(command, args.root, args.check_limit + 30)))
+        verdicts.append(judge_verify(*run_limited(command, args.root, args.check_limit + 30, args.env)))
     if plan.test_filter and not any(v[0] == "caught" for v in verdicts):
         command = [os.path.join(args.build, "tests", "phasebench_tests"), "--gtest_filter=" + plan.test_filter]
-        verdicts.append(judge_tests(*run_limited(command, args.root, args.check_limit)))
-    for outcome in ("caught", "error", "crashed", "survived"):
+        verdicts.append(judge_tests(*run_limited(command, args.root, args.check_limit, args.env)))
+    for outcome in COUNTED:
         for verdict in verdicts:
             if verdict[0] == outcome:
                 return verdict
@@ -433,25 +488,38 @@ def check(args, plan):
 
 
 class MutatedTree:
-    """Writes a batch of mutants (each in its own file) and puts the original texts, mtimes,
-    objects and binaries back on every way out, SIGTERM included."""
+    """Writes a batch of mutants (each in its own file) into the source tree of each build that
+    compiles them, and puts the original texts, mtimes, objects and binaries back on every way out,
+    SIGTERM included."""
 
-    def __init__(self, args, mutants, plans):
-        self.args, self.mutants = args, mutants
-        self.objects = sorted({o for m in mutants for o in plans[m.path].objects})
-        self.binaries = sorted({b for m in mutants for b in binaries_of(args, plans[m.path])})
+    def __init__(self, plans):
+        self.plans = plans
+        self.builds = []  # (args of a build, its objects, its binaries), each put back on the way out
         self.originals = {}
+
+    def build_in(self, args, mutants):
+        """Writes these mutants into the source tree of the build args names (the sanitized build
+        may have its own copy of the tree), then compiles and links them there."""
+        for mutant in mutants:
+            self.write(os.path.join(args.root, mutant.path), mutant)
+        objects = sorted({o for m in mutants for o in objects_of(args, self.plans[m.path])})
+        binaries = sorted({b for m in mutants for b in binaries_of(args, self.plans[m.path])})
+        self.builds.append((args, objects, binaries))
+        return (rebuild_instrumented if args.instrument_mutated else rebuild)(args, objects, binaries,
+                                                                               args.build_limit)
+
+    def write(self, path, mutant):
+        if path in self.originals:
+            return
+        text = open(path, encoding="utf-8").read()
+        self.originals[path] = (text, os.stat(path).st_mtime)
+        lines = text.split("\n")
+        lines[mutant.line - 1] = mutant.mutated
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines))
 
     def __enter__(self):
         self.previous = signal.signal(signal.SIGTERM, self.on_signal)
-        for mutant in self.mutants:
-            path = os.path.join(self.args.root, mutant.path)
-            text = open(path, encoding="utf-8").read()
-            self.originals[path] = (text, os.stat(path).st_mtime)
-            lines = text.split("\n")
-            lines[mutant.line - 1] = mutant.mutated
-            with open(path, "w", encoding="utf-8") as f:
-                f.write("\n".join(lines))
         return self
 
     def on_signal(self, signum, frame):
@@ -463,15 +531,20 @@ class MutatedTree:
                 with open(path, "w", encoding="utf-8") as f:
                     f.write(text)
                 os.utime(path, (mtime, mtime))  # so the CUDA objects that include it stay current
-            restore_build(self.args, self.objects, self.binaries)
+            for args, objects, binaries in self.builds:
+                (remove_instrumented if args.instrument_mutated else restore_build)(args, objects, binaries)
         finally:
             signal.signal(signal.SIGTERM, self.previous)
         return False
 
 
 def stale(args, mutant):
-    lines = open(os.path.join(args.root, mutant.path), encoding="utf-8").read().split("\n")
-    return len(lines) < mutant.line or lines[mutant.line - 1] != mutant.original
+    """The mutated line is not what it was when listed, in the tree or in the sanitized build's copy."""
+    for root in {args.root} | ({args.sanitized.root} if args.sanitized else set()):
+        lines = open(os.path.join(root, mutant.path), encoding="utf-8").read().split("\n")
+        if len(lines) < mutant.line or lines[mutant.line - 1] != mutant.original:
+            return True
+    return False
 
 
 def run_batch(args, mutants, plans):
@@ -479,10 +552,17 @@ def run_batch(args, mutants, plans):
     if any(stale(args, m) for m in mutants):
         return [("not-viable", "the line changed since the mutant was listed") if stale(args, m)
                 else run_batch(args, [m], plans)[0] for m in mutants]
-    with MutatedTree(args, mutants, plans) as tree:
-        code, output = rebuild(args, tree.objects, tree.binaries, args.build_limit)
-        if code == 0:
-            return [check(args, plans[m.path]) for m in mutants]
+    with MutatedTree(plans) as tree:
+        if args.sanitized_only:  # the outcomes in the build as the earlier run recorded them
+            code, results = 0, [args.previous[m.key] for m in mutants]
+        else:
+            code, output = tree.build_in(args, mutants)
+            if code == 0:
+                results = [check(args, plans[m.path]) for m in mutants]
+        if code == 0 and args.sanitized:
+            results = sanitized_look(args.sanitized, tree, mutants, results)
+    if code == 0:
+        return [confirm_report(args.sanitized, plans[m.path], r) for m, r in zip(mutants, results)]
     if len(mutants) > 1:  # which one does not compile: one at a time
         return [result for m in mutants for result in run_batch(args, [m], plans)]
     if code is None:
@@ -491,9 +571,99 @@ def run_batch(args, mutants, plans):
     return [("not-viable", (errors[0] if errors else "build failed")[:200])]
 
 
+# ---------------------------------------------------------------- the sanitized second look
+
+def sanitizer_report(output, root):
+    """The first AddressSanitizer, LeakSanitizer or UBSan report in output, in one line (its kind and
+    the first frame in optimized/, else the first frame), or None."""
+    found = re.search(r"ERROR: (AddressSanitizer|LeakSanitizer): ([\w-]+)", output)
+    if found:
+        frames = re.findall(r"^\s*#\d+ 0x[0-9a-f]+ in (.+)$", output[found.end():], re.M)
+        where = next((f for f in frames if "optimized/" in f), frames[0] if frames else "?")
+        return ("%s: %s in %s" % (found.group(1), found.group(2), where)).replace(root + "/", "")[:240]
+    found = re.search(r"^(\S+:\d+:\d+: runtime error: .*)$", output, re.M)
+    return found.group(1).replace(root + "/", "")[:240] if found else None
+
+
+# AddressSanitizer's handler of a fatal signal reports "AddressSanitizer: SEGV on unknown address"
+# and the like: the program crashed (a wild access far from any redzone), nothing was detected.
+DEADLY_SIGNALS = ("SEGV", "BUS", "FPE", "ILL", "ABRT", "TRAP", "stack-overflow")
+
+
+def memory_outcome(report, outcome, detail):
+    """caught-memory for a sanitizer's finding; a fatal signal it only reported keeps the outcome."""
+    kind = re.match(r"\w+Sanitizer: ([\w-]+)", report)
+    if kind and kind.group(1) in DEADLY_SIGNALS:
+        return outcome, "%s; sanitized: a fatal signal, nothing detected (%s)" % (detail, report)
+    return "caught-memory", report
+
+
+def sanitized_check(sanitized, plan):
+    """The sanitizer report of a plan's checks run in the sanitized build, or None: a check that
+    ends with a report exits non-zero (halt_on_error)."""
+    commands = []
+    if plan.verify_args:
+        commands.append([os.path.join(sanitized.build, "phasebench" + sanitized.suffix), "verify", "--size", "small",
+                         "--seeds", "2", "--hang-timeout", str(sanitized.check_limit)] + plan.verify_args)
+    if plan.test_filter:
+        commands.append([os.path.join(sanitized.build, "tests", "phasebench_tests" + sanitized.suffix),
+                         "--gtest_filter=" + plan.test_filter])
+    for command in commands:
+        code, output = run_limited(command, sanitized.root, sanitized.check_limit + 30, sanitized.env)
+        report = sanitizer_report(output, sanitized.root) if code not in (0, None) else None
+        if report:
+            return report
+    return None
+
+
+def needs_second_look(result):
+    """A mutant no check caught, whose checks ran: crashed (on a signal or past its time) or survived."""
+    outcome, detail = result
+    return outcome in ("crashed", "survived") and "selected nothing" not in detail
+
+
+def sanitized_look(sanitized, tree, mutants, results):
+    """The mutants no check caught, rebuilt in the sanitized build and checked there: a sanitizer
+    report makes a candidate for caught-memory (confirmed by confirm_report once the tree is back)."""
+    which = [m for m, r in zip(mutants, results) if needs_second_look(r)]
+    if not which:
+        return results
+    code, output = tree.build_in(sanitized, which)
+    out = []
+    for mutant, result in zip(mutants, results):
+        if mutant not in which:
+            out.append(result)
+        elif code != 0:
+            out.append((result[0], result[1] + "; the sanitized build failed"))
+        else:
+            report = sanitized_check(sanitized, tree.plans[mutant.path])
+            out.append(("sanitizer-report", report, result) if report else
+                       (result[0], result[1] + "; sanitized: no report"))
+    return out
+
+
+def confirm_report(sanitized, plan, result):
+    """A report counts (caught-memory) only when the same sanitized checks of the unmutated build
+    report nothing (checked once per selection, on the restored build)."""
+    if result[0] != "sanitizer-report":
+        return result
+    _, report, (outcome, detail) = result
+    if plan.label not in sanitized.clean:
+        binaries = binaries_of(sanitized, plan)
+        if sanitized.instrument_mutated:  # the unmutated objects with the sanitizer runtime
+            rebuild_instrumented(sanitized, [], binaries, sanitized.build_limit)
+        sanitized.clean[plan.label] = sanitized_check(sanitized, plan)
+        if sanitized.instrument_mutated:
+            remove_instrumented(sanitized, [], binaries)
+    unmutated = sanitized.clean[plan.label]
+    if unmutated:
+        return outcome, "%s; the unmutated sanitized build reports too: %s" % (detail, unmutated)
+    return memory_outcome(report, outcome, detail)
+
+
 def conflicts(plan, other):
     """Two mutants can share a build when no object, binary check or selected suite/backend overlaps."""
-    if set(plan.objects) & set(other.objects):
+    if set(sum(plan.objects.values(), [])) & set(sum(other.objects.values(), [])):
         return True
     if plan.test_filter or other.test_filter:  # a host test may run any variant of its suite
         return plan.suite == other.suite or bool(plan.test_filter and other.test_filter)
@@ -580,20 +750,23 @@ def summary_text(rows, elapsed):
     counts = collections.Counter(r["outcome"] for r in rows)
     viable = sum(counts[o] for o in COUNTED)
     share = lambda n: 100.0 * n / viable if viable else 0.0
-    lines = ["mutants: %d  caught %d  error %d  crashed %d  survived %d  not viable %d  equivalent %d" % (
-                 len(rows), counts["caught"], counts["error"], counts["crashed"], counts["survived"],
-                 counts["not-viable"], counts["equivalent"]),
-             "score: %d / %d viable non-equivalent = %.1f%% caught by a check" % (
+    caught = sum(counts[o] for o in CAUGHT)
+    lines = ["mutants: %d  %s" % (len(rows), "  ".join("%s %d" % (o, counts[o]) for o in
+                                                      COUNTED + ("not-viable", "equivalent", "line-changed"))),
+             "score: %d / %d viable non-equivalent = %.1f%% caught by verify's checks, the sanitized "
+             "run included (caught + caught-memory + caught-error)" % (caught, viable, share(caught)),
+             "by the numbers check alone (caught): %d / %d = %.1f%%" % (
                  counts["caught"], viable, share(counts["caught"])),
-             "seen at all (caught or error): %d / %d = %.1f%%" % (
-                 counts["caught"] + counts["error"], viable, share(counts["caught"] + counts["error"])),
+             "without the sanitized run (caught + caught-error): %d / %d = %.1f%%" % (
+                 counts["caught"] + counts["caught-error"], viable,
+                 share(counts["caught"] + counts["caught-error"])),
              "time: %.0f s of mutant runs" % elapsed, "by suite and backend:"]
     by_group = collections.defaultdict(collections.Counter)
     for r in rows:
         by_group["%s %s" % group_of_path(r["file"])][r["outcome"]] += 1
     for key in sorted(by_group):
         lines.append("  %-22s %s" % (key, " ".join("%s %d" % kv for kv in sorted(by_group[key].items()))))
-    for outcome in ("survived", "crashed", "error", "equivalent"):
+    for outcome in ("survived", "crashed", "caught-memory", "caught-error", "equivalent", "line-changed"):
         listed = [r for r in rows if r["outcome"] == outcome]
         if listed:
             lines.append("%s:" % outcome)
@@ -618,7 +791,11 @@ def parse_args():
     parser.add_argument("--sample", type=int, default=120, help="how many mutants (default 120)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the sample (default 1)")
     parser.add_argument("--files", default="", help="only files whose path matches this regex")
-    parser.add_argument("--rerun", help="a mutants.csv: run its survived and crashed mutants again")
+    parser.add_argument("--rerun", nargs="+", metavar="CSV", help="mutants.csv files: run their survived and "
+                        "crashed mutants again (a mutant in several with its outcome in the last)")
+    parser.add_argument("--asan-build", metavar="DIR", help="a configured sanitizer build (preset asan, "
+                        "CUDA off, phasebench and phasebench_tests built): a mutant that crashes or survives "
+                        "is rebuilt there and checked again; a sanitizer report makes it caught-memory")
     parser.add_argument("--shard", default="1/1", help="I/N: run every Nth sampled mutant from the Ith "
                         "(N copies of the tree, each with its own build, run side by side)")
     parser.add_argument("--keys", nargs="+", metavar="KEY", help="run these mutants (keys as --list prints them)")
@@ -634,11 +811,29 @@ def parse_args():
     parser.add_argument("--jobs", type=int, default=2, help="compile jobs (default 2)")
     parser.add_argument("--batch", type=int, default=1, help="mutants in independent files and checks built "
                         "together, one link for all (default 1)")
+    parser.add_argument("--asan-mutated", metavar="DIR", help="instead of --asan-build: a normal build (of "
+                        "this tree or a copy) in which only the mutated objects are compiled with the sanitizer "
+                        "flags and linked with the sanitizer runtime into phasebench-asan, phasebench_tests-asan")
+    parser.add_argument("--sanitized-only", action="store_true", help="with --rerun and --asan-build: take "
+                        "the outcomes in the normal build from the CSVs and run only the sanitized look")
     parser.add_argument("--nice", type=int, default=10)
     args = parser.parse_args()
     args.root = os.path.abspath(args.root)
     args.build = os.path.abspath(args.build or os.path.join(args.root, "build"))
     args.allowlist = args.allowlist or os.path.join(args.root, "ci", "mutation-equivalent.txt")
+    args.env, args.sanitized, args.suffix, args.instrument_mutated = None, None, "", False
+    if args.asan_build and args.asan_mutated:
+        parser.error("--asan-build and --asan-mutated are two ways of one thing: give one")
+    if args.asan_build or args.asan_mutated:
+        args.sanitized = argparse.Namespace(**vars(args))
+        args.sanitized.build = os.path.abspath(args.asan_build or args.asan_mutated)
+        args.sanitized.instrument_mutated = bool(args.asan_mutated)
+        args.sanitized.suffix = "-asan" if args.asan_mutated else ""
+        args.sanitized.env = dict(os.environ, **SANITIZER_OPTIONS)
+        args.sanitized.root = source_dir_of(args.sanitized.build) or args.root
+        args.sanitized.clean = {}  # selection -> the unmutated sanitized build's report (None: clean)
+    if args.sanitized_only and not (args.rerun and args.sanitized):
+        parser.error("--sanitized-only needs --rerun and --asan-build or --asan-mutated")
     if args.sample < 1:
         parser.error("--sample must be at least 1")
     shard = re.fullmatch(r"(\d+)/(\d+)", args.shard)
@@ -651,9 +846,19 @@ def parse_args():
         parser.error("--out DIR is required unless --list")
     if args.out and os.path.exists(args.out):
         parser.error("--out %s exists; results are never overwritten" % args.out)
-    if not args.list and not os.path.exists(os.path.join(args.build, "phasebench")):
-        parser.error("no phasebench in %s: configure and build first (README)" % args.build)
+    for build in [args] + ([args.sanitized] if args.sanitized else []):
+        if not args.list and not os.path.exists(os.path.join(build.build, "phasebench")):
+            parser.error("no phasebench in %s: configure and build first (README)" % build.build)
     return args
+
+
+def source_dir_of(build_dir):
+    """The source tree a configured build compiles (CMAKE_HOME_DIRECTORY in its CMakeCache.txt)."""
+    cache = os.path.join(build_dir, "CMakeCache.txt")
+    if not os.path.exists(cache):
+        return None
+    found = re.search(r"^CMAKE_HOME_DIRECTORY:INTERNAL=(.*)$", open(cache, encoding="utf-8").read(), re.M)
+    return os.path.abspath(found.group(1)) if found else None
 
 
 def select_mutants(args, plans):
@@ -662,13 +867,14 @@ def select_mutants(args, plans):
         everything += mutants_of(path, open(os.path.join(args.root, path), encoding="utf-8").read())
     if args.keys:
         return [m for m in everything if m.key in set(args.keys)]
+    done = {r["key"] for path in args.skip for r in csv.DictReader(open(path, encoding="utf-8"))}
     if args.rerun:
-        wanted = {r["key"] for r in csv.DictReader(open(args.rerun, encoding="utf-8"))
+        wanted = {r["key"]: (r["outcome"], r["detail"]) for r in latest_rows(args.rerun)
                   if r["outcome"] in ("survived", "crashed")}
-        return [m for m in everything if m.key in wanted]
+        args.previous = wanted
+        return [m for m in everything if m.key in wanted and m.key not in done]
     picked = sample(everything, args.sample, args.seed)
     index, count = args.shard
-    done = {r["key"] for path in args.skip for r in csv.DictReader(open(path, encoding="utf-8"))}
     return [m for m in picked[index - 1::count] if m.key not in done]
 
 
@@ -718,26 +924,45 @@ def run_all(args, mutants, plans, allowlist):
                 rows.append(row)
                 writer.writerow(row)
     # Back to the unmutated build, so the tree's binaries match its sources.
-    build(args, "phasebench_tests" if any(plans[m.path].test_filter for m in mutants) else "phasebench",
-          args.build_limit)
+    for built in ([] if args.sanitized_only else [args]) + ([args.sanitized] if args.sanitized else []):
+        build(built, "phasebench_tests" if any(plans[m.path].test_filter for m in mutants) else "phasebench",
+              args.build_limit)
     os.replace(partial, os.path.join(args.out, "mutants.csv"))
     return rows, time.time() - started
+
+
+def latest_rows(paths):
+    """The rows of mutants.csv files, a mutant run again (after a fix) with its latest outcome; rows of
+    older runs read with today's outcomes (an ERROR row from a throw was "crashed", then "error")."""
+    latest = {}
+    for path in paths:
+        for r in csv.DictReader(open(path, encoding="utf-8")):
+            latest.pop(r["key"], None)
+            latest[r["key"]] = r
+    for r in latest.values():
+        if r["outcome"] in ("crashed", "error"):
+            r["outcome"] = error_outcome(r["detail"])[0]
+        if r["outcome"] == "caught-memory":  # recorded before fatal signals were told apart
+            r["outcome"], r["detail"] = memory_outcome(r["detail"], "crashed", "crashed")
+    return list(latest.values())
+
+
+def line_still_there(root, row):
+    """Whether the mutated line is still in its file: a fix may have rewritten it (its mutants are
+    then new ones, with other keys), and the old mutant no longer exists to be counted."""
+    path = os.path.join(root, row["file"])
+    return os.path.exists(path) and row["original"] in {l.strip() for l in open(path, encoding="utf-8")}
 
 
 def main():
     args = parse_args()
     allowlist = load_allowlist(args.allowlist)
     if args.summarize:
-        latest = {}  # a mutant run again (after a fix) counts with its latest outcome
-        for path in args.summarize:
-            for r in csv.DictReader(open(path, encoding="utf-8")):
-                latest.pop(r["key"], None)
-                latest[r["key"]] = r
-        rows = list(latest.values())
+        rows = latest_rows(args.summarize)
         for r in rows:  # the allowlist as it is now: an entry added after the run applies
-            if r["outcome"] == "crashed":
-                r["outcome"] = error_outcome(r["detail"])[0]
-            if r["key"] in allowlist and r["outcome"] != "not-viable":
+            if not line_still_there(args.root, r):
+                r["outcome"], r["detail"] = "line-changed", "was %s: %s" % (r["outcome"], r["detail"])
+            elif r["key"] in allowlist and r["outcome"] != "not-viable":
                 r["outcome"], r["detail"] = "equivalent", allowlist[r["key"]]
         print(summary_text(rows, sum(float(r["seconds"]) for r in rows)))
         return score_status(rows)
@@ -749,9 +974,10 @@ def main():
                   m.original.strip(), m.mutated.strip(), plans[m.path].label))
         print("%d mutants" % len(mutants))
         return 0
-    deps = dependency_log(args)
-    for plan in plans.values():
-        plan.objects = [o for o in objects_including(deps, args, plan.path)]
+    for build in [args] + ([args.sanitized] if args.sanitized else []):
+        deps = dependency_log(build)
+        for plan in plans.values():
+            plan.objects[build.build] = objects_including(deps, build, plan.path)
     rows, elapsed = run_all(args, mutants, plans, allowlist)
     text = summary_text(rows, elapsed)
     with open(os.path.join(args.out, "summary.txt.tmp"), "w", encoding="utf-8") as f:
@@ -762,9 +988,9 @@ def main():
 
 
 def score_status(rows):
-    """0 when at least 95% of the viable non-equivalent mutants are caught."""
+    """0 when at least 95% of the viable non-equivalent mutants are caught (in any of the three ways)."""
     viable = sum(1 for r in rows if r["outcome"] in COUNTED)
-    caught = sum(1 for r in rows if r["outcome"] == "caught")
+    caught = sum(1 for r in rows if r["outcome"] in CAUGHT)
     return 0 if caught >= 0.95 * viable else 1
 
 

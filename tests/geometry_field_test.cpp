@@ -63,10 +63,12 @@ TEST(GeometryFieldBranches, SeedsThatAreMultiplesOfThreeTakeTheFallbackAndNoChec
 
 // ---- CUDA bodies on the host -----------------------------------------------------------------
 
-/// `body` over [0, count), as one launch does (threads in index order; each writes only its own).
+/// `body` over [0, count), as one launch does. Each thread must write only its own elements; the
+/// threads run last to first, so a thread that also writes its neighbour's (a race on the device)
+/// leaves that value in place instead of being overwritten by the neighbour run after it.
 template <typename Body>
 void launch_on_host(int64_t count, const Body& body) {
-  for (int64_t i = 0; i < count; ++i) body(i);
+  for (int64_t i = count - 1; i >= 0; --i) body(i);
 }
 
 ArrayMap hamiltonian_by_cuda_bodies(const ArrayMap& inputs, const PhasePlan& plan) {

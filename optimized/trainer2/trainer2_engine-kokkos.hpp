@@ -60,7 +60,9 @@ constexpr float kSpring = static_cast<float>(ref::kSpring);
 constexpr float kNudgeScale = static_cast<float>(ref::kNudgeScale);
 constexpr float kEta = static_cast<float>(ref::kEta);
 constexpr float kRotorRate = static_cast<float>(0.01 * ref::kEta);
-constexpr float kMinRotorRadius = static_cast<float>(1e-6);
+// The oracle's rotor threshold, compared in double as the oracle compares it: 1e-6f is just below
+// 1e-6, so `r >= 1e-6f` would update a pair at r == 1e-6f that the fp64 reference leaves alone.
+constexpr double kMinRotorRadius = 1e-6;
 constexpr float kPi = static_cast<float>(ref::kPi);
 
 // Labels are std::string constants: Kokkos takes labels as const std::string&, and a literal

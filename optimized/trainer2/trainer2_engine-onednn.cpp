@@ -16,6 +16,9 @@ namespace {
 
 constexpr float kEps = static_cast<float>(ref::kLiorEps);
 constexpr float kBeta = static_cast<float>(ref::kRetrievalBeta);
+// The oracle's rotor threshold, compared in double as the oracle compares it: 1e-6f is just below
+// 1e-6, so `r >= 1e-6f` would update a pair at r == 1e-6f that the fp64 reference leaves alone.
+constexpr double kMinRotorRadius = 1e-6;
 
 }  // namespace
 
@@ -117,7 +120,7 @@ void RotorUpdate::update_pair_by_pair() const {
     ob::read_floats_to_host(u_entries_[static_cast<size_t>(i)], &u_i, 1);
     ob::read_floats_to_host(u_entries_[static_cast<size_t>(j)], &u_j, 1);
     const float r = std::hypot(u_i, u_j);
-    if (r < 1e-6f) continue;
+    if (r < kMinRotorRadius) continue;
     const float angle = std::atan2(u_j, u_i);
     ob::run_host_kernel([this, k, angle, r] {
       const float negated_diff = -ob::host_floats(lior_diff_)[0];
@@ -135,7 +138,7 @@ void RotorUpdate::update_all() const {
     int i, j;
     ref::rotor_pair(k, i, j);
     const float r = std::hypot(u[i], u[j]);
-    if (r >= 1e-6f) theta[k] += rotor_increment(negated_diff, std::atan2(u[j], u[i]), r);
+    if (r >= kMinRotorRadius) theta[k] += rotor_increment(negated_diff, std::atan2(u[j], u[i]), r);
   }
   wrap_angles(theta);
 }

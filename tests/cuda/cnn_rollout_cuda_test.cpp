@@ -230,8 +230,10 @@ TEST(CnnRolloutCudaLadder, OneStepAtTheDefaultArchitectureComputesEachPhasesMode
 // ==== kernel bodies ===============================================================================
 
 // Shapes with C_in != C_out and H != W, planes larger than a block of threads, two samples: a
-// swapped dimension or a missing sample offset cannot hide.
-constexpr int kIn = 5, kOut = 3, kHeight = 23, kWidth = 19, kKernel = 3, kSamples = 2;
+// swapped dimension or a missing sample offset cannot hide. The suite's kernel is 3 wide; 5 is
+// checked too, so that the padding (kernel / 2) is not only right where 3 / 2 == 3 / 3.
+constexpr int kIn = 5, kOut = 3, kHeight = 23, kWidth = 19, kSamples = 2;
+constexpr int kKernels[] = {3, 5};
 constexpr int64_t kPlane = int64_t{kHeight} * kWidth;
 
 std::vector<float> draw(size_t count, unsigned seed, float low = -1.f, float high = 1.f) {
@@ -243,49 +245,56 @@ std::vector<float> draw(size_t count, unsigned seed, float low = -1.f, float hig
 }
 
 template <typename Operand>
-std::vector<Operand> im2col_on_host(const std::vector<float>& in) {
-  std::vector<Operand> columns(kSamples * kIn * kKernel * kKernel * kPlane);
+std::vector<Operand> im2col_on_host(const std::vector<float>& in, int kernel) {
+  std::vector<Operand> columns(kSamples * kIn * kernel * kernel * kPlane);
   HostExecutor exec;
   exec.reverse = true;
   exec.for_each("im2col", static_cast<int64_t>(columns.size()),
-                cu::Im2col<Operand>{in.data(), columns.data(), kIn, kHeight, kWidth, kKernel});
+                cu::Im2col<Operand>{in.data(), columns.data(), kIn, kHeight, kWidth, kernel});
   return columns;
 }
 
 TEST(CnnRolloutCudaBodies, Im2colMatchesADirectLoop) {
   const std::vector<float> in = draw(kSamples * kIn * kPlane, 11);
-  const std::vector<float> columns = im2col_on_host<float>(in);
-  const std::vector<Bf16> bf16_columns = im2col_on_host<Bf16>(in);
-  size_t index = 0;
-  for (int n = 0; n < kSamples; ++n)
-    for (int c = 0; c < kIn; ++c)
-      for (int dy = 0; dy < kKernel; ++dy)
-        for (int dx = 0; dx < kKernel; ++dx)
-          for (int y = 0; y < kHeight; ++y)
-            for (int x = 0; x < kWidth; ++x, ++index) {
-              const int iy = y + dy - kKernel / 2, ix = x + dx - kKernel / 2;
-              const bool inside = iy >= 0 && iy < kHeight && ix >= 0 && ix < kWidth;
-              const float expected = inside ? in[((n * kIn + c) * kHeight + iy) * kWidth + ix] : 0.f;
-              ASSERT_EQ(columns[index], expected) << "n " << n << " c " << c << " dy " << dy << " dx " << dx << " y " << y << " x " << x;
-              ASSERT_EQ(bf16_columns[index], pb::cuda_backend::to_bf16(expected)) << index;
-            }
-  EXPECT_EQ(index, columns.size());
+  for (const int kernel : kKernels) {
+    const std::vector<float> columns = im2col_on_host<float>(in, kernel);
+    const std::vector<Bf16> bf16_columns = im2col_on_host<Bf16>(in, kernel);
+    size_t index = 0;
+    for (int n = 0; n < kSamples; ++n)
+      for (int c = 0; c < kIn; ++c)
+        for (int dy = 0; dy < kernel; ++dy)
+          for (int dx = 0; dx < kernel; ++dx)
+            for (int y = 0; y < kHeight; ++y)
+              for (int x = 0; x < kWidth; ++x, ++index) {
+                const int iy = y + dy - kernel / 2, ix = x + dx - kernel / 2;
+                const bool inside = iy >= 0 && iy < kHeight && ix >= 0 && ix < kWidth;
+                const float expected = inside ? in[((n * kIn + c) * kHeight + iy) * kWidth + ix] : 0.f;
+                ASSERT_EQ(columns[index], expected) << "kernel " << kernel << " n " << n << " c " << c << " dy " << dy
+                                                    << " dx " << dx << " y " << y << " x " << x;
+                ASSERT_EQ(bf16_columns[index], pb::cuda_backend::to_bf16(expected)) << index;
+              }
+    EXPECT_EQ(index, columns.size());
+  }
 }
 
 // The parameters the ladder gives cuBLAS, run by NaiveGemm over the host im2col, are the
 // reference convolution, sample by sample.
 TEST(CnnRolloutCudaBodies, ConvolutionGemmParametersGiveTheReferenceConvolution) {
-  const std::vector<float> in = draw(kSamples * kIn * kPlane, 12), weight = draw(kOut * kIn * kKernel * kKernel, 13);
-  const GemmShape shape = cu::convolution_gemm(kIn, kOut, kKernel, kPlane, kSamples);
-  std::vector<float> out(kSamples * kOut * kPlane, std::numeric_limits<float>::quiet_NaN());
-  NaiveGemm{}(shape, im2col_on_host<float>(in).data(), weight.data(), out.data());
-  const std::vector<double> w(weight.begin(), weight.end());
-  for (int n = 0; n < kSamples; ++n) {
-    const std::vector<double> x(in.begin() + n * kIn * kPlane, in.begin() + (n + 1) * kIn * kPlane);
-    std::vector<double> expected(kOut * kPlane);
-    ref::convolve(x.data(), kIn, kHeight, kWidth, w.data(), kOut, kKernel, expected.data());
-    for (int64_t i = 0; i < kOut * kPlane; ++i)
-      ASSERT_NEAR(out[n * kOut * kPlane + i], expected[i], 1e-5) << "sample " << n << " index " << i;
+  const std::vector<float> in = draw(kSamples * kIn * kPlane, 12);
+  for (const int kernel : kKernels) {
+    const std::vector<float> weight = draw(kOut * kIn * kernel * kernel, 13);
+    const GemmShape shape = cu::convolution_gemm(kIn, kOut, kernel, kPlane, kSamples);
+    std::vector<float> out(kSamples * kOut * kPlane, std::numeric_limits<float>::quiet_NaN());
+    NaiveGemm{}(shape, im2col_on_host<float>(in, kernel).data(), weight.data(), out.data());
+    const std::vector<double> w(weight.begin(), weight.end());
+    for (int n = 0; n < kSamples; ++n) {
+      const std::vector<double> x(in.begin() + n * kIn * kPlane, in.begin() + (n + 1) * kIn * kPlane);
+      std::vector<double> expected(kOut * kPlane);
+      ref::convolve(x.data(), kIn, kHeight, kWidth, w.data(), kOut, kernel, expected.data());
+      for (int64_t i = 0; i < kOut * kPlane; ++i)
+        ASSERT_NEAR(out[n * kOut * kPlane + i], expected[i], 1e-5) << "kernel " << kernel << " sample " << n
+                                                                   << " index " << i;
+    }
   }
 }
 
