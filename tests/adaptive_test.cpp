@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <map>
+#include <new>
 #include <sstream>
 #include <stdexcept>
 
@@ -121,6 +123,25 @@ TEST(CountersSteps, MemoryHeldIsMeasuredFromTheStartOfTheSteps) {
   const counters::Totals totals = scope.finish();
   EXPECT_EQ(totals.step_memory_bytes, (std::vector<int64_t>{64, 96}));
   EXPECT_EQ(totals.bytes_allocated, 1128);
+}
+
+// Every replaced form of operator new counts its bytes and is freed by the matching delete. The
+// nothrow forms were once left to the runtime: under AddressSanitizer (ci/sanitize.sh) that is ASan's
+// operator new freed here with free(), an alloc-dealloc-mismatch (std::stable_sort's temporary
+// buffer), and the bytes went uncounted. Direct calls, not new-expressions, so none is elided.
+TEST(CountersHeap, EveryFormOfOperatorNewIsCountedAndFreedAlike) {
+  counters::CountingScope scope;
+  void* plain = ::operator new(1000, std::nothrow);
+  void* array = ::operator new[](24, std::nothrow);
+  void* aligned = ::operator new(256, std::align_val_t(64), std::nothrow);
+  void* aligned_array = ::operator new[](128, std::align_val_t(64), std::nothrow);
+  ASSERT_TRUE(plain && array && aligned && aligned_array);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(aligned) % 64, 0u);
+  ::operator delete(plain, std::nothrow);
+  ::operator delete[](array, std::nothrow);
+  ::operator delete(aligned, std::align_val_t(64), std::nothrow);
+  ::operator delete[](aligned_array, std::align_val_t(64), std::nothrow);
+  EXPECT_EQ(scope.finish().bytes_allocated, 1000 + 24 + 256 + 128);
 }
 
 std::map<std::string, int64_t> parse_regions(const std::string& cell) {

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -41,6 +42,15 @@ inline ProcessResult run_command(const std::string& command) {
 
 inline ProcessResult run_phasebench(const std::string& arguments, const std::string& environment = "") {
   return run_command(environment + " " + PHASEBENCH_EXECUTABLE + " " + arguments + " 2>&1");
+}
+
+/// The environment for a phasebench that crashes on purpose (PHASEBENCH_INJECT_CRASH): under
+/// AddressSanitizer (ci/sanitize.sh) the SIGSEGV would be caught by ASan's own handler, reported,
+/// and turned into an abort; handle_segv=0 lets it arrive as the segmentation fault the isolation
+/// tests are about. Ignored by a build without the sanitizer.
+inline std::string deliberate_crash_environment() {
+  const char* options = std::getenv("ASAN_OPTIONS");
+  return std::string("ASAN_OPTIONS=") + (options && *options ? std::string(options) + ":" : "") + "handle_segv=0";
 }
 
 /// Whether this build has the backend (configure turns backends on and off): tests of behaviour

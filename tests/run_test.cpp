@@ -162,7 +162,7 @@ TEST_F(QuickRun, SamplesAndMetadataMatchTheRows) {
 TEST(Isolation, ACrashingVariantIsAnErrorRowAndTheOthersStillRun) {
   const fs::path out = fresh_temp_path("crash-run");
   const auto result = run_phasebench("run --quick --size small --filter trainer2/lior_step --out " + out.string(),
-                                     "PHASEBENCH_INJECT_CRASH=reference/cpu/0_serial_fp32");
+                                     testing::deliberate_crash_environment() + " PHASEBENCH_INJECT_CRASH=reference/cpu/0_serial_fp32");
   EXPECT_EQ(result.exit_code, 1) << result.output;  // an ERROR row fails the run
   const auto rows = read_results_csv((out / "results.csv").string());
   int others_ok = 0;

@@ -34,7 +34,8 @@ void expect_the_others_passed(const std::string& output) {
 TEST(VerifyIsolation, ACrashingVariantIsAnErrorLineAndTheOtherChecksGoOn) {
   const fs::path tmp = empty_temp_directory();
   const auto result =
-      run_phasebench(kVerify, "TMPDIR=" + tmp.string() + " PHASEBENCH_INJECT_CRASH=" + kFaultyPattern);
+      run_phasebench(kVerify, deliberate_crash_environment() + " TMPDIR=" + tmp.string() +
+                                          " PHASEBENCH_INJECT_CRASH=" + kFaultyPattern);
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_NE(result.output.find("ERROR  " + kFaulty + "  seed 1  crashed: Segmentation fault (signal 11)"),
             std::string::npos)
@@ -57,7 +58,8 @@ TEST(VerifyIsolation, AHangingCheckIsEndedAfterTheHangTimeout) {
 
 TEST(VerifyIsolation, WithoutIsolationACrashTakesVerifyDown) {
   const auto result =
-      run_phasebench(kVerify, "PHASEBENCH_NO_ISOLATION=1 PHASEBENCH_INJECT_CRASH=" + kFaultyPattern);
+      run_phasebench(kVerify, deliberate_crash_environment() + " PHASEBENCH_NO_ISOLATION=1 PHASEBENCH_INJECT_CRASH=" +
+                                          kFaultyPattern);
   EXPECT_EQ(result.exit_code, 128 + SIGSEGV) << result.output;
 }
 

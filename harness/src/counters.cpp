@@ -121,22 +121,26 @@ Totals CountingScope::finish() {
 namespace {
 
 // bytes_allocated counts the bytes asked for; the bytes held count each block's usable size, the
-// one figure known again when an unsized delete frees it.
-void* counted(void* memory, std::size_t size) {
-  if (!memory) throw std::bad_alloc();
-  if (pb::counters::active()) {
+// one figure known again when an unsized delete frees it. Null (allocation failed) is not counted.
+void* noted(void* memory, std::size_t size) noexcept {
+  if (memory && pb::counters::active()) {
     pb::counters::note_allocation(static_cast<int64_t>(size));
     pb::counters::note_release(static_cast<int64_t>(size) - static_cast<int64_t>(malloc_usable_size(memory)));
   }
   return memory;
 }
 
-void* allocate_counted(std::size_t size) { return counted(std::malloc(size == 0 ? 1 : size), size); }
+void* allocate_noted(std::size_t size) noexcept { return noted(std::malloc(size == 0 ? 1 : size), size); }
 
-void* allocate_counted_aligned(std::size_t size, std::align_val_t alignment) {
+void* allocate_noted_aligned(std::size_t size, std::align_val_t alignment) noexcept {
   const std::size_t align = static_cast<std::size_t>(alignment);
   const std::size_t rounded = (size + align - 1) / align * align;
-  return counted(std::aligned_alloc(align, rounded == 0 ? align : rounded), size);
+  return noted(std::aligned_alloc(align, rounded == 0 ? align : rounded), size);
+}
+
+void* or_bad_alloc(void* memory) {
+  if (!memory) throw std::bad_alloc();
+  return memory;
 }
 
 void release_counted(void* memory) noexcept {
@@ -146,13 +150,25 @@ void release_counted(void* memory) noexcept {
 
 }  // namespace
 
-void* operator new(std::size_t size) { return allocate_counted(size); }
-void* operator new[](std::size_t size) { return allocate_counted(size); }
+// Every form is replaced, the nothrow ones too: a form left out is served by the runtime's own
+// operator new (AddressSanitizer's, under the sanitizer build) and freed here with free(), which
+// ASan reports as alloc-dealloc-mismatch (std::stable_sort's nothrow temporary buffer did), and
+// its bytes would go uncounted.
+void* operator new(std::size_t size) { return or_bad_alloc(allocate_noted(size)); }
+void* operator new[](std::size_t size) { return or_bad_alloc(allocate_noted(size)); }
 void* operator new(std::size_t size, std::align_val_t alignment) {
-  return allocate_counted_aligned(size, alignment);
+  return or_bad_alloc(allocate_noted_aligned(size, alignment));
 }
 void* operator new[](std::size_t size, std::align_val_t alignment) {
-  return allocate_counted_aligned(size, alignment);
+  return or_bad_alloc(allocate_noted_aligned(size, alignment));
+}
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept { return allocate_noted(size); }
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept { return allocate_noted(size); }
+void* operator new(std::size_t size, std::align_val_t alignment, const std::nothrow_t&) noexcept {
+  return allocate_noted_aligned(size, alignment);
+}
+void* operator new[](std::size_t size, std::align_val_t alignment, const std::nothrow_t&) noexcept {
+  return allocate_noted_aligned(size, alignment);
 }
 void operator delete(void* memory) noexcept { release_counted(memory); }
 void operator delete[](void* memory) noexcept { release_counted(memory); }
@@ -162,3 +178,7 @@ void operator delete(void* memory, std::align_val_t) noexcept { release_counted(
 void operator delete[](void* memory, std::align_val_t) noexcept { release_counted(memory); }
 void operator delete(void* memory, std::size_t, std::align_val_t) noexcept { release_counted(memory); }
 void operator delete[](void* memory, std::size_t, std::align_val_t) noexcept { release_counted(memory); }
+void operator delete(void* memory, const std::nothrow_t&) noexcept { release_counted(memory); }
+void operator delete[](void* memory, const std::nothrow_t&) noexcept { release_counted(memory); }
+void operator delete(void* memory, std::align_val_t, const std::nothrow_t&) noexcept { release_counted(memory); }
+void operator delete[](void* memory, std::align_val_t, const std::nothrow_t&) noexcept { release_counted(memory); }
