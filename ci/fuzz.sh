@@ -23,11 +23,6 @@ fi
 cmake --build "$build_dir" -j "$(nproc)" --target fuzzers
 echo "fuzz: built in $(( $(date +%s) - start )) s"
 
-# alloc_dealloc_mismatch=0: clang-14's libFuzzer itself allocates with new(nothrow) and frees with
-# free() in Fuzzer::ReadAndExecuteSeedCorpora (every frame of the report is libFuzzer's, on its
-# first, empty input, before any of our code runs). Our code's mismatches are for ci/sanitize.sh,
-# where the check stays on (called from .ci/run after this stage, docs/reliability.md).
-export ASAN_OPTIONS=${ASAN_OPTIONS:-alloc_dealloc_mismatch=0}
 mkdir -p "$artifacts"
 for harness in "${harnesses[@]}"; do
   scratch=$(mktemp -d)
