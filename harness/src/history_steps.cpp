@@ -46,10 +46,15 @@ Step step_between(const std::vector<double>& values, size_t begin, size_t index,
 
 }  // namespace
 
-double run_point(const std::vector<double>& repetitions) {
+std::vector<double> recorded_times(const std::vector<double>& repetitions) {
   std::vector<double> recorded;
   for (const double ms : repetitions)
     if (std::isfinite(ms)) recorded.push_back(ms);
+  return recorded;
+}
+
+double run_point(const std::vector<double>& repetitions) {
+  const std::vector<double> recorded = recorded_times(repetitions);
   return recorded.empty() ? std::numeric_limits<double>::quiet_NaN()
                           : stats::median(stats::fastest(recorded, kFastestPercent));
 }

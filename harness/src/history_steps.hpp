@@ -36,6 +36,10 @@ struct Step {
 /// compares (docs/regression-gate.md).
 constexpr double kFastestPercent = 25;
 
+/// The finite ones of a row's repetitions: a NaN is a time not recorded (CPU times of a run made
+/// before they were kept).
+std::vector<double> recorded_times(const std::vector<double>& repetitions);
+
 /// The point of one row of one run in its series, what the history stores: the median of the
 /// fastest quarter of its repetitions (at least 3; stats::fastest). Other work on the machine only
 /// ever adds time to a repetition, and on a busy machine a run's median lands 20-50% high now and

@@ -207,9 +207,7 @@ std::vector<double> repetitions(const results::SampleIndex& index, const ResultR
 
 // The median of a row's recorded CPU times (schema version 2's column); NaN when it has none.
 double cpu_median_ms(const results::RunData& data, const ResultRow& row) {
-  std::vector<double> recorded;
-  for (const double ms : repetitions(data.cpu_samples, row))
-    if (std::isfinite(ms)) recorded.push_back(ms);
+  const std::vector<double> recorded = recorded_times(repetitions(data.cpu_samples, row));
   return recorded.empty() ? NAN : stats::median(recorded);
 }
 
