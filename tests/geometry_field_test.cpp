@@ -51,6 +51,16 @@ TEST(GeometryFieldBranches, SeedsThatAreMultiplesOfThreeTakeTheFallbackAndNoChec
     const double z = require(reference, geo::kNormalization).values.at(0);
     if (seed % 3 == 0) {
       EXPECT_LE(z, ref::kNormalizationEps) << "seed " << seed;
+      // On the threshold exactly, in fp64 and in the fp32 reference alike (put_z_on_the_threshold).
+      const float threshold = static_cast<float>(ref::kNormalizationEps);
+      EXPECT_EQ(z, double(threshold)) << "seed " << seed;
+      const std::vector<float> f = require(inputs, geo::kField).to_floats();
+      const std::vector<float> e = require(inputs, geo::kEvidence).to_floats();
+      std::vector<float> posterior(f.size()), update(f.size());
+      const float z32 = ref::bayesian_update<float>(f.data(), e.data(), geo::field_shape(SizeClass::Small),
+                                                    posterior.data(), update.data());
+      EXPECT_EQ(z32, threshold) << "seed " << seed;
+      EXPECT_TRUE(z32 >= threshold && !ref::normalizable(z32)) << "a >= comparison would take the other branch";
       EXPECT_EQ(require(reference, geo::kPosterior).values, require(inputs, geo::kField).values) << "seed " << seed;
       EXPECT_EQ(zero_share(require(reference, geo::kUpdate)), 1.0) << "Lambda vanishes: why it is not checked alone";
     } else {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <set>
 #include <stdexcept>
 
 #include "phasebench/results.hpp"
@@ -58,7 +59,7 @@ double norm_of_difference(const std::vector<double>& a, const std::vector<double
 double measured_growth(ref::Policy policy) {
   const auto workload = find_workload(workload_name(policy));
   const ArrayMap inputs = workload->make_inputs(SizeClass::Default, 3);
-  ref::Architecture arch = sp::architecture(SizeClass::Default);
+  ref::Architecture arch = sp::architecture(SizeClass::Default, policy);
   arch.realizations = 1;
   arch.steps = 8;
   const auto weights = sp::load_weights<double>(inputs, arch);
@@ -71,6 +72,21 @@ double measured_growth(ref::Policy policy) {
   const size_t field = static_cast<size_t>(arch.field_size());
   const double early = norm_of_difference(a, b, 3 * field, field), late = norm_of_difference(a, b, 7 * field, field);
   return std::pow(late / early, 1.0 / 4);
+}
+
+// verify and CI check the small size most: it must reach both convolution paths, 3x3 (the seed's
+// kernel, and the fast path of the variants that have one) and a larger kernel, at which an
+// expression of k that merely equals 1 at k = 3 (k / 3 for the padding k / 2) shows.
+TEST(SpinlockSizes, TheSmallSizeChecksA5x5KernelBesideThe3x3OnesAndTheOtherSizesKeepTheSeeds) {
+  std::set<int> small_kernels;
+  for (ref::Policy policy : kPolicies) {
+    small_kernels.insert(sp::architecture(SizeClass::Small, policy).kernel);
+    EXPECT_EQ(sp::architecture(SizeClass::Default, policy).kernel, 3) << sp::policy_name(policy);
+    EXPECT_EQ(sp::architecture(SizeClass::Large, policy).kernel, 3) << sp::policy_name(policy);
+  }
+  EXPECT_EQ(small_kernels, (std::set<int>{3, 5}));
+  EXPECT_NE(find_workload(workload_name(ref::Policy::Convex))->shape(SizeClass::Small).find(" k=5"),
+            std::string::npos);
 }
 
 TEST(SpinlockBudgets, TheDeclaredErrorGrowthCoversTheReferencesAndIsNotLoose) {

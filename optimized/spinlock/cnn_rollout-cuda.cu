@@ -26,7 +26,9 @@ using Ladder = rollout::CnnRolloutLadder<DeviceExecutor, CublasGemm>;
 class CnnRolloutCuda final : public Variant {
  public:
   explicit CnnRolloutCuda(const VariantContext& context)
-      : context_(context), arch_(rollout::sp::architecture(context.size)), policy_(rollout::sp::policy_of(*context.workload)) {}
+      : context_(context),
+        arch_(rollout::sp::architecture(context.size, rollout::sp::policy_of(*context.workload))),
+        policy_(rollout::sp::policy_of(*context.workload)) {}
 
   std::optional<CannotRun> support() const override { return variant_support(context_); }
 

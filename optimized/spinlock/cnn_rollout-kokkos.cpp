@@ -540,7 +540,8 @@ void head_and_policy(const Head<P>& h, int t, int first, int samples) {
 class RolloutKokkos : public Variant {
  public:
   explicit RolloutKokkos(const VariantContext& context)
-      : arch_(sp::architecture(context.size)), policy_(sp::policy_of(*context.workload)) {}
+      : arch_(sp::architecture(context.size, sp::policy_of(*context.workload))),
+        policy_(sp::policy_of(*context.workload)) {}
 
   void setup(const ArrayMap& inputs) override {
     x0_ = to_device_as<Fp32>(require(inputs, sp::kInitialField).to_floats());

@@ -449,7 +449,7 @@ bool cpu_has_bf16_dot_products() {
 class CnnRolloutOnednn final : public Variant {
  public:
   explicit CnnRolloutOnednn(const VariantContext& context)
-      : arch_(sp::architecture(context.size)),
+      : arch_(sp::architecture(context.size, sp::policy_of(*context.workload))),
         policy_(sp::policy_of(*context.workload)),
         plan_(context),
         device_(context.device) {}
@@ -488,9 +488,9 @@ class CnnRolloutOnednn final : public Variant {
     for (int t = 1; t < arch_.steps; ++t) {
       for (int m = 0; m < arch_.realizations; m += batch) {
         if (plan_.fused) {
-          (*call_)(state_at(m), state_at(m));
+          (*call_)(state_at(m, batch), state_at(m, batch));
         } else {
-          (*call_)(trajectory_at(t - 1, m), trajectory_at(t, m));
+          (*call_)(trajectory_at(t - 1, m, batch), trajectory_at(t, m, batch));
         }
       }
       if (plan_.fused) publish(t);
@@ -505,29 +505,42 @@ class CnnRolloutOnednn final : public Variant {
   }
 
  private:
-  float* trajectory_at(int t, int m) const {
+  // Where `count` realizations from m on start, in the trajectory at step t or in the states.
+  // Checked: oneDNN reads and writes through these addresses, and a write past the end from
+  // inside the library (not instrumented) is seen by no sanitizer; here it is an exception.
+  float* trajectory_at(int t, int m, int count) const {
+    check_realizations(t, arch_.steps, "step");
+    check_realizations(m, arch_.realizations - count + 1, "first realization");
     return host_floats(trajectory_) + (int64_t{t} * arch_.realizations + m) * arch_.field_size();
   }
-  float* state_at(int m) const { return host_floats(state_) + m * arch_.field_size(); }
+  float* state_at(int m, int count) const {
+    check_realizations(m, arch_.realizations - count + 1, "first realization");
+    return host_floats(state_) + m * arch_.field_size();
+  }
+  static void check_realizations(int index, int end, const char* what) {
+    if (index < 0 || index >= end)
+      throw std::out_of_range(std::string("cnn_rollout: ") + what + " " + std::to_string(index) +
+                              " is outside [0, " + std::to_string(end) + ")");
+  }
 
   // x0 into every realization's state (with compile_fusion) or row 0 of the trajectory.
   void build_start() {
     const memory::desc sample({1, ref::kFieldChannels, arch_.height, arch_.width}, DataType::f32,
                               plan_.fused ? plan_.layout() : Tag::nchw);
     for (int m = 0; m < arch_.realizations; ++m)
-      start_.add(copy(x0_, memory(sample, engine(), plan_.fused ? state_at(m) : trajectory_at(0, m))));
+      start_.add(copy(x0_, memory(sample, engine(), plan_.fused ? state_at(m, 1) : trajectory_at(0, m, 1))));
   }
 
   // The states, in their layout, into one row of the trajectory.
   void build_publish() {
     const memory::desc row({arch_.realizations, ref::kFieldChannels, arch_.height, arch_.width}, DataType::f32,
                            Tag::nchw);
-    trajectory_row_ = memory(row, engine(), trajectory_at(0, 0));
+    trajectory_row_ = memory(row, engine(), trajectory_at(0, 0, arch_.realizations));
     publish_.emplace(copy(state_, trajectory_row_));
   }
 
   void publish(int t) {
-    trajectory_row_.set_data_handle(trajectory_at(t, 0));
+    trajectory_row_.set_data_handle(trajectory_at(t, 0, arch_.realizations));
     (*publish_)();
   }
 

@@ -16,7 +16,8 @@ namespace ref = pb::reference::spinlock;
 class CnnRolloutReference final : public Variant {
  public:
   explicit CnnRolloutReference(const VariantContext& context)
-      : arch_(sp::architecture(context.size)), policy_(sp::policy_of(*context.workload)) {}
+      : arch_(sp::architecture(context.size, sp::policy_of(*context.workload))),
+        policy_(sp::policy_of(*context.workload)) {}
 
   void setup(const ArrayMap& inputs) override {
     weights_ = sp::load_weights<float>(inputs, arch_);

@@ -4,7 +4,8 @@
 // The two branches. Z = sum w |F|^2 is one number, so the branch "Z > 1e-12" is taken for the whole
 // field at once. Seeds that are multiples of 3 (3, 6, 9, ...) put the evidence far from the field
 // (E = F + a shift of 8 to 12 in each part, so |F - E|^2 / tau >= 256): every weight underflows
-// (e^-256 in fp64, exactly 0 in fp32), Z <= 1e-12 and the posterior is F itself. `verify --seeds 3`
+// (e^-256 in fp64, exactly 0 in fp32) but those of a few values set on purpose, which put Z exactly on
+// the threshold as fp32 holds it (put_z_on_the_threshold), Z <= 1e-12 and the posterior is F itself. `verify --seeds 3`
 // (seeds 1, 2, 3) therefore runs both branches at every size. Other seeds put E within N(0, 0.5)
 // of F: weights in (0, 1], Z of the order of the value count, far above 1e-12 in both precisions.
 //
@@ -20,6 +21,8 @@
 
 #include "reference/geometry/bayesian.hpp"
 
+#include <cmath>
+
 #include "phasebench/rng.hpp"
 #include "suites/geometry/field.hpp"
 
@@ -28,6 +31,32 @@ namespace {
 
 /// Seeds whose evidence is far from the field, so that Z <= 1e-12 (see the top of this file).
 bool evidence_far(uint64_t seed) { return seed % 3 == 0; }
+
+/// Puts Z of a fallback seed exactly on the threshold as fp32 code holds it, float(1e-12)
+/// (9.99999996e-13, just below 1e-12): the first values get E = F (weight exp(0) = 1 exactly)
+/// and powers of two whose |F|^2 are the set bits of float(1e-12), 2^p as (2^(p/2), 0) for an even
+/// p and (2^((p-1)/2), 2^((p-1)/2)) for an odd one. Every |F|^2 is exact and the terms have
+/// distinct bits within 24, so any order of summation gives Z = float(1e-12) exactly, in fp32 and
+/// fp64 (the far weights add ~1e-111, below Z's last bit). Z > 1e-12 (fp64) and Z > float(1e-12)
+/// (fp32) agree there, both false; Z >= float(1e-12) is true: a variant that compares with >=
+/// divides by Z + eps. Random inputs never land on a boundary.
+void put_z_on_the_threshold(HostArray& f, HostArray& e) {
+  int exponent = 0;
+  const double mantissa = std::frexp(double(static_cast<float>(ref::kNormalizationEps)), &exponent);
+  const auto bits = static_cast<int64_t>(std::ldexp(mantissa, 24));  // float(1e-12) = bits 2^(exponent - 24)
+  int64_t value = 0;                                                  // the complex value to set next
+  for (int bit = 0; bit < 24; ++bit) {
+    if ((bits >> bit & 1) == 0) continue;
+    const int power = exponent - 24 + bit;
+    const bool odd = (power & 1) != 0;
+    const double part = std::ldexp(1.0, (odd ? power - 1 : power) / 2);
+    for (HostArray* array : {&f, &e}) {
+      array->values[2 * value] = part;
+      array->values[2 * value + 1] = odd ? part : 0;
+    }
+    ++value;
+  }
+}
 
 class Bayesian final : public Workload {
  public:
@@ -45,6 +74,7 @@ class Bayesian final : public Workload {
     HostArray e = evidence_far(seed) ? uniform_array(seed, "geometry/bayesian/E_shift", complex_dims(s), 8, 12)
                                      : normal_array(seed, "geometry/bayesian/E_noise", complex_dims(s), 0, 0.5);
     for (int64_t i = 0; i < e.numel(); ++i) e.values[i] = round_to(ElementType::Float32, f.values[i] + e.values[i]);
+    if (evidence_far(seed)) put_z_on_the_threshold(f, e);
     return {{kField, std::move(f)}, {kEvidence, std::move(e)}};
   }
 

@@ -56,7 +56,7 @@ class CnnRollout final : public Workload {
   }
 
   std::string shape(SizeClass size) const override {
-    const ref::Architecture a = architecture(size);
+    const ref::Architecture a = architecture(size, policy_);
     return std::to_string(a.height) + "x" + std::to_string(a.width) + " M=" + std::to_string(a.realizations) +
            " T=" + std::to_string(a.steps) + " layers=" + std::to_string(a.num_layers) +
            " c0=" + std::to_string(a.c0) + " k=" + std::to_string(a.kernel);
@@ -66,7 +66,7 @@ class CnnRollout final : public Workload {
   // them; gamma ~ U(0.5, 1.5) and beta ~ U(-0.5, 0.5) rather than 1 and 0, so that a variant that
   // drops the affine map fails. Streams are named by input, the same for every policy.
   ArrayMap make_inputs(SizeClass size, uint64_t seed) const override {
-    const ref::Architecture a = architecture(size);
+    const ref::Architecture a = architecture(size, policy_);
     ArrayMap inputs;
     inputs[kInitialField] = uniform_array(seed, "spinlock/x0", {ref::kFieldChannels, a.height, a.width}, -1, 1);
     int in = ref::kFieldChannels;
@@ -100,10 +100,12 @@ class CnnRollout final : public Workload {
     return out;
   }
 
-  std::vector<OutputSpec> outputs() const override { return {exact_check(architecture(SizeClass::Default).steps)}; }
+  std::vector<OutputSpec> outputs() const override {
+    return {exact_check(architecture(SizeClass::Default, policy_).steps)};
+  }
 
   std::vector<OutputSpec> outputs_for(int phase, SizeClass size) const override {
-    const int steps = architecture(size).steps;
+    const int steps = architecture(size, policy_).steps;
     // The checks follow the optimizations in effect at `phase` on a backend that has them all.
     const PhasePlan plan = derive_phase_plan(phases(), phase, {Capability::Bf16});
     if (!computes_in_bf16(plan)) return {exact_check(steps)};
@@ -159,7 +161,7 @@ class CnnRollout final : public Workload {
   // bytes. (What the baseline does, the declaration before the compulsory one: 9.86 GFLOP, every
   // zero-padded tap counted, and 290 MB, every activation written and read back.)
   WorkEstimate work(SizeClass size) const override {
-    const ref::Architecture a = architecture(size);
+    const ref::Architecture a = architecture(size, policy_);
     const double plane = double(a.height) * a.width, calls = double(a.steps - 1) * a.realizations;
     const double p = a.kernel / 2, edge = p * (p + 1);
     const double taps = (a.kernel * a.height - edge) * (a.kernel * a.width - edge);
@@ -178,14 +180,14 @@ class CnnRollout final : public Workload {
   }
 
   double memory_bytes(SizeClass size) const override {
-    const ref::Architecture a = architecture(size);
+    const ref::Architecture a = architecture(size, policy_);
     return 3.0 * a.steps * a.realizations * a.field_size() * 8 + 64.0 * a.c0 * a.height * a.width * 8;
   }
 
  private:
-  static ref::Architecture architecture_of(const HostArray& x0) {
+  ref::Architecture architecture_of(const HostArray& x0) const {
     for (SizeClass size : all_sizes()) {
-      const ref::Architecture a = architecture(size);
+      const ref::Architecture a = architecture(size, policy_);
       if (x0.shape == std::vector<int64_t>{ref::kFieldChannels, a.height, a.width}) return a;
     }
     throw std::invalid_argument("x0 has shape " + x0.shape_string() + ", which is no spinlock size");

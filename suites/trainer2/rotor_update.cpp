@@ -24,6 +24,11 @@ class RotorUpdate final : public Workload {
 
   // θ starts near ±π (U[2.8, 3.1] with random signs) and Δ ~ U[0.5, 1.5] with u ~ N(0,1), so the
   // updates (up to ~0.3 rad) push some angles across ±π: the wrap is exercised, not just passed.
+  // Even seeds also put the wrap's boundary in: pair 0 (coordinates 0 and 1) gets u_0 = u_1 = 0,
+  // so r = 0 leaves its angle alone, and that angle is float(π) exactly, which wraps to −π (fp32:
+  // θ + π is 2π exactly, fmod gives 0; fp64 gives −π + 8.7e-8): a wrap that tests `<= 0` where
+  // the reference tests `< 0` returns +π there. Random angles never land on it. (Not −float(π):
+  // there fp32 gives −π and fp64 +π − 8.7e-8, both right to their precision, 2π apart.)
   ArrayMap make_inputs(SizeClass, uint64_t seed) const override {
     ArrayMap in;
     in["u"] = normal_array(seed, "trainer2/rotor_update/u", {ref::kCoordinateDim}, 0, 1);
@@ -31,6 +36,12 @@ class RotorUpdate final : public Workload {
     const HostArray signs = uniform_array(seed, "trainer2/rotor_update/sign", {ref::kRotorSlots}, -1, 1);
     for (int k = 0; k < ref::kRotorSlots; ++k)
       theta.values[k] = k < ref::kRotorAngles ? (signs.values[k] < 0 ? -theta.values[k] : theta.values[k]) : 0;
+    if (seed % 2 == 0) {
+      int a = 0, b = 0;
+      ref::rotor_pair(0, a, b);
+      in["u"].values[a] = in["u"].values[b] = 0;
+      theta.values[0] = static_cast<double>(static_cast<float>(ref::kPi));
+    }
     in["theta"] = theta;
     in["lior_diff"] = uniform_array(seed, "trainer2/rotor_update/lior_diff", {}, 0.5, 1.5);
     return in;

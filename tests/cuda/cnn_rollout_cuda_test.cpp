@@ -91,7 +91,8 @@ HostRun run_on_host(const pb::Workload& w, const ArrayMap& inputs, const std::st
   HostExecutor exec;
   exec.reverse = reverse;
   NaiveGemm gemm;
-  cu::CnnRolloutLadder<HostExecutor, NaiveGemm> ladder(exec, gemm, inputs, sp::architecture(SizeClass::Small),
+  cu::CnnRolloutLadder<HostExecutor, NaiveGemm> ladder(exec, gemm, inputs,
+                                                       sp::architecture(SizeClass::Small, sp::policy_of(w)),
                                                        sp::policy_of(w), cuda_plan(w, phase));
   ladder.run();
   exec.reset_counters();
@@ -129,7 +130,7 @@ class CnnRolloutCudaLadder : public ::testing::TestWithParam<Case> {};
 // the model-change bound.
 TEST_P(CnnRolloutCudaLadder, EveryStepWithinBudgetOfTheFp64Reference) {
   const pb::Workload& w = registered_workload(GetParam().workload);
-  const int steps = sp::architecture(SizeClass::Small).steps;
+  const int steps = sp::architecture(SizeClass::Small, sp::policy_of(w)).steps;
   for (uint64_t seed : {1, 2}) {
     const ArrayMap inputs = w.make_inputs(SizeClass::Small, seed);
     const ArrayMap references = w.reference_fp64(inputs);
@@ -157,7 +158,7 @@ TEST_P(CnnRolloutCudaLadder, LaunchesGemmsAllocationsAndSyncsAsThePlanSays) {
   const pb::Workload& w = registered_workload(GetParam().workload);
   const pb::PhasePlan plan = cuda_plan(w, GetParam().phase);
   const HostRun run = run_on_host(w, w.make_inputs(SizeClass::Small, 4), GetParam().phase, false);
-  const auto arch = sp::architecture(SizeClass::Small);
+  const auto arch = sp::architecture(SizeClass::Small, sp::policy_of(w));
   const int64_t blocks = static_cast<int64_t>(arch.block_channels().size()), steps = arch.steps - 1;
   const int64_t calls = steps * (sp::batches_realizations(plan) ? 1 : arch.realizations);
   EXPECT_EQ(run.host_syncs, 0);
@@ -194,7 +195,7 @@ TEST(CnnRolloutCudaLadder, MixedPrecisionDiffersFromFp32AtBf16Scale) {
   const pb::Workload& w = registered_workload("spinlock/cnn_rollout_convex");
   const ArrayMap inputs = w.make_inputs(SizeClass::Small, 5);
   const std::vector<double> ref = w.reference_fp64(inputs).at(sp::kTrajectory).values;
-  const int steps = sp::architecture(SizeClass::Small).steps;
+  const int steps = sp::architecture(SizeClass::Small, sp::policy_of(w)).steps;
   const double fp32 = step_error(run_on_host(w, inputs, sp::kCompileFusion, false).trajectory, ref, steps, 1);
   const double bf16 = step_error(run_on_host(w, inputs, sp::kMixedPrecision, false).trajectory, ref, steps, 1);
   EXPECT_LT(fp32, 1e-6);
@@ -206,7 +207,7 @@ TEST(CnnRolloutCudaLadder, MixedPrecisionDiffersFromFp32AtBf16Scale) {
 // the default architecture (16-64 channels: 8 groups of 2-8), for one step of one realization.
 TEST(CnnRolloutCudaLadder, OneStepAtTheDefaultArchitectureComputesEachPhasesModel) {
   const pb::Workload& w = registered_workload("spinlock/cnn_rollout_convex");
-  ref::Architecture arch = sp::architecture(SizeClass::Default);
+  ref::Architecture arch = sp::architecture(SizeClass::Default, sp::policy_of(w));
   arch.steps = 2;
   arch.realizations = 1;
   const ArrayMap inputs = w.make_inputs(SizeClass::Default, 6);
