@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <stdexcept>
 
 #include "phasebench/npy.hpp"
 #include "phasebench/rng.hpp"
@@ -81,6 +83,16 @@ TEST(Npy, ScalarsHaveAnEmptyShape) {
   double value = 0;
   std::memcpy(&value, bytes.data() + bytes.size() - 8, 8);
   EXPECT_EQ(value, 2.5);
+}
+
+// An output buffer sized from its shape, and handed back only with a shape that holds it.
+TEST(OutputBuffers, NanFloatsHoldsTheShapesCountOfNaNsAndFromFloatsChecksTheCount) {
+  const std::vector<float> buffer = nan_floats({2, 3});
+  ASSERT_EQ(buffer.size(), 6u);
+  for (float v : buffer) EXPECT_TRUE(std::isnan(v));
+  EXPECT_EQ(nan_floats({}).size(), 1u);  // a scalar
+  EXPECT_EQ(HostArray::from_floats({2, 3}, std::vector<float>(6, 1.f)).numel(), 6);
+  EXPECT_THROW(HostArray::from_floats({2, 3}, std::vector<float>(5, 1.f)), std::invalid_argument);
 }
 
 }  // namespace

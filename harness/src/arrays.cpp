@@ -1,5 +1,6 @@
 #include "phasebench/arrays.hpp"
 
+#include <limits>
 #include <stdexcept>
 
 namespace pb {
@@ -51,6 +52,16 @@ HostArray HostArray::from_floats(std::vector<int64_t> shape, const float* data, 
   }
   for (int64_t i = 0; i < count; ++i) array.values[i] = data[i];
   return array;
+}
+
+HostArray HostArray::from_floats(std::vector<int64_t> shape, const std::vector<float>& values) {
+  return from_floats(std::move(shape), values.data(), static_cast<int64_t>(values.size()));
+}
+
+std::vector<float> nan_floats(const std::vector<int64_t>& shape) {
+  HostArray sized;
+  sized.shape = shape;
+  return std::vector<float>(static_cast<size_t>(sized.numel()), std::numeric_limits<float>::quiet_NaN());
 }
 
 HostArray HostArray::scalar(double value, ElementType type) {

@@ -30,11 +30,16 @@ struct HostArray {
   static HostArray zeros(std::vector<int64_t> shape, ElementType type = ElementType::Float32);
   /// Copies `count` floats (count must equal the product of shape).
   static HostArray from_floats(std::vector<int64_t> shape, const float* data, int64_t count);
+  static HostArray from_floats(std::vector<int64_t> shape, const std::vector<float>& values);
   static HostArray scalar(double value, ElementType type = ElementType::Float32);
 
   /// The values rounded to float, in order (for fp32 variants).
   std::vector<float> to_floats() const;
 };
+
+/// A host buffer for a variant's fp32 output of `shape`, every value NaN (poison_outputs()). Sized
+/// from the shape the output is handed back with (from_floats), so the two cannot disagree.
+std::vector<float> nan_floats(const std::vector<int64_t>& shape);
 
 /// Arrays by name; ordered so that files and manifests list them in a stable order.
 using ArrayMap = std::map<std::string, HostArray>;
