@@ -8,6 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <vector>
 
 #ifdef PHASEBENCH_HAS_kokkos
@@ -49,12 +52,19 @@ TEST(BoundsChecks, AVectorIndexPastItsSizeAbortsEvenInsideItsCapacity) {
 }
 
 #ifdef PHASEBENCH_HAS_kokkos
-// Index 3 of a View of 3 floats: inside the allocation's alignment slack.
+// Index 3 of a View of 3 floats: inside the allocation's alignment slack. On the host the check
+// throws (std::runtime_error); inside an OpenMP parallel region that ends the process. Run in a
+// death test's child, so that this process's Kokkos is left as it is.
 void write_past_a_view() {
-  if (!Kokkos::is_initialized()) Kokkos::initialize();
-  Kokkos::View<float*, Kokkos::HostSpace> view("bounds.test", 3);
-  volatile int index = 3;
-  view(index) = 1.f;
+  try {
+    if (!Kokkos::is_initialized()) Kokkos::initialize();
+    Kokkos::View<float*, Kokkos::HostSpace> view("bounds.test", 3);
+    volatile int index = 3;
+    view(index) = 1.f;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "%s\n", error.what());
+  }
+  std::abort();
 }
 #endif
 
@@ -62,8 +72,7 @@ TEST(BoundsChecks, AKokkosViewIndexPastItsExtentFailsNamingTheView) {
   if (!kBoundsChecks) GTEST_SKIP() << "built without PHASEBENCH_BOUNDS_CHECKS";
 #ifdef PHASEBENCH_HAS_kokkos
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  // On the host the check throws; out of a parallel region or not, the process ends with it.
-  EXPECT_DEATH(write_past_a_view(), "View bounds error of view bounds.test");
+  EXPECT_DEATH(write_past_a_view(), "View bounds error of view bounds.test \\( 3 < 3 \\)");
 #else
   GTEST_SKIP() << "the kokkos backend is not built";
 #endif
