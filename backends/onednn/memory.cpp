@@ -3,6 +3,7 @@
 #include "backends/onednn/memory.hpp"
 
 #include <stdexcept>
+#include <string>
 
 #include "backends/onednn/primitives.hpp"
 
@@ -63,6 +64,13 @@ memory view(const memory& base, const memory::desc& desc, int64_t offset) {
   const auto available = static_cast<int64_t>(base.get_desc().get_size() / element);
   if (offset < 0 || last >= available) throw std::out_of_range("a view past the end of its base memory");
   return memory(desc, base.get_engine(), static_cast<char*>(base.get_data_handle()) + offset * element);
+}
+
+int64_t checked_first(int64_t first, int64_t count, int64_t total, const char* what) {
+  if (first < 0 || count < 0 || first + count > total)
+    throw std::out_of_range(std::string(what) + " [" + std::to_string(first) + ", " + std::to_string(first + count) +
+                            ") is outside [0, " + std::to_string(total) + ")");
+  return first;
 }
 
 memory upload(const memory::desc& desc, const std::vector<float>& values) {

@@ -509,18 +509,13 @@ class CnnRolloutOnednn final : public Variant {
   // Checked: oneDNN reads and writes through these addresses, and a write past the end from
   // inside the library (not instrumented) is seen by no sanitizer; here it is an exception.
   float* trajectory_at(int t, int m, int count) const {
-    check_realizations(t, arch_.steps, "step");
-    check_realizations(m, arch_.realizations - count + 1, "first realization");
+    checked_first(t, 1, arch_.steps, "cnn_rollout: steps");
+    checked_first(m, count, arch_.realizations, "cnn_rollout: realizations");
     return host_floats(trajectory_) + (int64_t{t} * arch_.realizations + m) * arch_.field_size();
   }
   float* state_at(int m, int count) const {
-    check_realizations(m, arch_.realizations - count + 1, "first realization");
+    checked_first(m, count, arch_.realizations, "cnn_rollout: realizations");
     return host_floats(state_) + m * arch_.field_size();
-  }
-  static void check_realizations(int index, int end, const char* what) {
-    if (index < 0 || index >= end)
-      throw std::out_of_range(std::string("cnn_rollout: ") + what + " " + std::to_string(index) +
-                              " is outside [0, " + std::to_string(end) + ")");
   }
 
   // x0 into every realization's state (with compile_fusion) or row 0 of the trajectory.

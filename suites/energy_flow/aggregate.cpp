@@ -94,8 +94,26 @@ class Aggregate final : public Workload {
       active.values[f] = d.active;
       projected.values[f] = d.projected;
     }
+    if (seed % 2 == 0) make_first_completed_flow_dominant(drafts, position, steps, energy);
     return {{kBatch, std::move(batch)},   {kPosition, std::move(position)}, {kEnergy, std::move(energy)},
             {kSteps, std::move(steps)},   {kActive, std::move(active)},     {kProjected, std::move(projected)}};
+  }
+
+  // Even seeds give the first completed flow omega = 60 (its energy scaled to that, sign kept):
+  // in its group the softmax is e^0 = 1 for it and below e^-52 for the rest (random omega <= 8),
+  // while a softmax that shifts by +max instead of -max overflows, e^120 > FLT_MAX. Random inputs
+  // never reach the overflow the max is subtracted against (a LibTorch variant that added it
+  // survived a mutation run). Odd seeds keep every energy as drawn.
+  static void make_first_completed_flow_dominant(const std::vector<FlowDraft>& drafts, const HostArray& position,
+                                                 const HostArray& steps, HostArray& energy) {
+    constexpr double kDominantWeight = 60;
+    for (size_t f = 0; f < drafts.size(); ++f) {
+      if (!ref::is_completed(drafts[f].active, drafts[f].projected)) continue;
+      const double per_unit_energy = ref::flow_weight(1.0, position.values[3 * f + 2], steps.values[f]);
+      const double sign = energy.values[f] < 0 ? -1 : 1;
+      energy.values[f] = round_to(ElementType::Float32, sign * kDominantWeight / per_unit_energy);
+      return;
+    }
   }
 
   ArrayMap reference_fp64(const ArrayMap& inputs) const override {
