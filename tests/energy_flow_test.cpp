@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -113,6 +114,32 @@ TEST(EnergyFlowInputs, EveryKindOfGroupAppearsAtEverySizeAndSeed) {
       const double empty = 1.0 - double(o.flows_in.size()) / double(l.cells());
       EXPECT_GT(empty, 0.1) << where;   // empty cells are checked to stay 0
       EXPECT_LT(empty, 0.3) << where;   // and the check trusts the reference
+    }
+}
+
+// Random energies keep omega <= 8; even seeds add one completed flow at omega = 60, where a
+// softmax that does not subtract its group's max (or adds it) overflows in fp32.
+TEST(EnergyFlowInputs, EvenSeedsHaveOneFlowWhoseUnshiftedSoftmaxOverflows) {
+  const auto workload = find_workload(ef::kWorkload);
+  for (SizeClass size : {SizeClass::Small, SizeClass::Default})
+    for (uint64_t seed = 1; seed <= 4; ++seed) {
+      const auto flows = ef::load_flows<double>(workload->make_inputs(size, seed));
+      double largest = 0;
+      int64_t dominant = 0;
+      for (int64_t f = 0; f < flows.count(); ++f) {
+        if (!ref::is_completed(flows.active[f], flows.projected[f])) continue;
+        const double omega = ref::flow_weight(flows.energy[f], flows.z[f], double(flows.steps[f]));
+        largest = std::max(largest, omega);
+        dominant += omega > 8;
+      }
+      const std::string where = to_string(size) + " seed " + std::to_string(seed);
+      if (seed % 2 == 0) {
+        EXPECT_EQ(dominant, 1) << where;
+        EXPECT_NEAR(largest, 60, 1e-4) << where;
+        EXPECT_TRUE(std::isinf(std::exp(2 * static_cast<float>(largest)))) << where;
+      } else {
+        EXPECT_LE(largest, 8) << where;
+      }
     }
 }
 

@@ -9,6 +9,7 @@
 #include "phasebench/npy.hpp"
 #include "phasebench/rng.hpp"
 #include "phasebench/workload.hpp"
+#include "reference/trainer2/trainer2.hpp"
 
 namespace pb {
 namespace {
@@ -83,6 +84,29 @@ TEST(Npy, ScalarsHaveAnEmptyShape) {
   double value = 0;
   std::memcpy(&value, bytes.data() + bytes.size() - 8, 8);
   EXPECT_EQ(value, 2.5);
+}
+
+// trainer2/rotor_update's even seeds put pair 0 on the wrap's boundary: no update (u_0 = u_1 = 0,
+// r = 0) and an angle of float(pi) exactly, where fp32's fmod(theta + pi, 2 pi) is exactly 0, so
+// `< 0` and `<= 0` wrap it to -pi and +pi. Odd seeds keep every angle as drawn.
+TEST(Inputs, RotorUpdatesEvenSeedsPutAnAngleExactlyOnTheWrapBoundary) {
+  const auto workload = find_workload("trainer2/rotor_update");
+  const float pi = static_cast<float>(reference::trainer2::kPi);
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    const ArrayMap inputs = workload->make_inputs(SizeClass::Small, seed);
+    const std::vector<double>& u = require(inputs, "u").values;
+    const double theta = require(inputs, "theta").values.at(0);
+    if (seed % 2 == 0) {
+      EXPECT_EQ(theta, double(pi)) << "seed " << seed;
+      EXPECT_EQ(u.at(0), 0.0) << "seed " << seed;
+      EXPECT_EQ(u.at(1), 0.0) << "seed " << seed;
+      EXPECT_EQ(std::fmod(pi + pi, static_cast<float>(2 * reference::trainer2::kPi)), 0.f);
+      EXPECT_EQ(reference::trainer2::wrap_angle(pi), -pi);
+    } else {
+      EXPECT_NE(theta, double(pi)) << "seed " << seed;
+      EXPECT_NE(u.at(0), 0.0) << "seed " << seed;
+    }
+  }
 }
 
 // An output buffer sized from its shape, and handed back only with a shape that holds it.
