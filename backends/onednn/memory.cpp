@@ -21,12 +21,6 @@ memory::data_type data_type_of(const memory::desc& desc) {
 #endif
 }
 
-int64_t element_count(const std::vector<int64_t>& dims) {
-  int64_t count = 1;
-  for (int64_t dim : dims) count *= dim;
-  return count;
-}
-
 }  // namespace
 
 memory::desc dense(const Dims& dims) {

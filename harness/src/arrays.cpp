@@ -23,11 +23,13 @@ const char* element_type_name(ElementType type) {
   return "?";
 }
 
-int64_t HostArray::numel() const {
+int64_t element_count(const std::vector<int64_t>& shape) {
   int64_t count = 1;
   for (int64_t extent : shape) count *= extent;
   return count;
 }
+
+int64_t HostArray::numel() const { return element_count(shape); }
 
 std::string HostArray::shape_string() const {
   std::string text = "[";
@@ -59,9 +61,7 @@ HostArray HostArray::from_floats(std::vector<int64_t> shape, const std::vector<f
 }
 
 std::vector<float> nan_floats(const std::vector<int64_t>& shape) {
-  HostArray sized;
-  sized.shape = shape;
-  return std::vector<float>(static_cast<size_t>(sized.numel()), std::numeric_limits<float>::quiet_NaN());
+  return std::vector<float>(static_cast<size_t>(element_count(shape)), std::numeric_limits<float>::quiet_NaN());
 }
 
 HostArray HostArray::scalar(double value, ElementType type) {

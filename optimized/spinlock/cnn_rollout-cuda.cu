@@ -27,7 +27,7 @@ class CnnRolloutCuda final : public Variant {
  public:
   explicit CnnRolloutCuda(const VariantContext& context)
       : context_(context),
-        arch_(rollout::sp::architecture(context.size, rollout::sp::policy_of(*context.workload))),
+        arch_(rollout::sp::architecture(context)),
         policy_(rollout::sp::policy_of(*context.workload)) {}
 
   std::optional<CannotRun> support() const override { return variant_support(context_); }

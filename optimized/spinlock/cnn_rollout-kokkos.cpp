@@ -540,7 +540,7 @@ void head_and_policy(const Head<P>& h, int t, int first, int samples) {
 class RolloutKokkos : public Variant {
  public:
   explicit RolloutKokkos(const VariantContext& context)
-      : arch_(sp::architecture(context.size, sp::policy_of(*context.workload))),
+      : arch_(sp::architecture(context)),
         policy_(sp::policy_of(*context.workload)) {}
 
   void setup(const ArrayMap& inputs) override {

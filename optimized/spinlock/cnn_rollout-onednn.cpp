@@ -449,7 +449,7 @@ bool cpu_has_bf16_dot_products() {
 class CnnRolloutOnednn final : public Variant {
  public:
   explicit CnnRolloutOnednn(const VariantContext& context)
-      : arch_(sp::architecture(context.size, sp::policy_of(*context.workload))),
+      : arch_(sp::architecture(context)),
         policy_(sp::policy_of(*context.workload)),
         plan_(context),
         device_(context.device) {}

@@ -16,7 +16,7 @@ namespace ref = pb::reference::spinlock;
 class CnnRolloutReference final : public Variant {
  public:
   explicit CnnRolloutReference(const VariantContext& context)
-      : arch_(sp::architecture(context.size, sp::policy_of(*context.workload))),
+      : arch_(sp::architecture(context)),
         policy_(sp::policy_of(*context.workload)) {}
 
   void setup(const ArrayMap& inputs) override {

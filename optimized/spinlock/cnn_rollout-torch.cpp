@@ -96,7 +96,7 @@ class CnnRolloutTorch final : public Variant {
   explicit CnnRolloutTorch(const VariantContext& context)
       : plan_(context.plan),
         device_name_(context.device),
-        arch_(sp::architecture(context.size, sp::policy_of(*context.workload))),
+        arch_(sp::architecture(context)),
         policy_(sp::policy_of(*context.workload)) {}
 
   std::optional<CannotRun> support() const override { return cannot_run_on(device_name_); }

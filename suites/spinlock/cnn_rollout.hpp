@@ -90,6 +90,11 @@ inline ref::Policy policy_of(const Workload& workload) {
   throw std::invalid_argument("not a spinlock rollout workload: " + workload.full_name());
 }
 
+/// The architecture a variant runs: its size, for its workload's policy.
+inline ref::Architecture architecture(const VariantContext& context) {
+  return architecture(context.size, policy_of(*context.workload));
+}
+
 /// Every phase of the ladder, for backends that implement all of them.
 inline const std::vector<std::string> kAllPhases{kEager, kCompileFusion, kMixedPrecision, kOperatorOpts,
                                                  kBatching, kProfileGuided, kExactFast};

@@ -37,6 +37,9 @@ struct HostArray {
   std::vector<float> to_floats() const;
 };
 
+/// The number of elements of an array of `shape` (1 for a scalar's empty shape).
+int64_t element_count(const std::vector<int64_t>& shape);
+
 /// A host buffer for a variant's fp32 output of `shape`, every value NaN (poison_outputs()). Sized
 /// from the shape the output is handed back with (from_floats), so the two cannot disagree.
 std::vector<float> nan_floats(const std::vector<int64_t>& shape);
