@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
     std::cerr << "phasebench: internal error: " << error.what() << "\n";
     code = 3;
   }
-  pb::finalize_backends();
+  // A process that used no backend ends without the libraries' exit-time teardown (runner.hpp).
+  if (pb::finalize_backends() == 0) pb::exit_without_library_teardown(code);
   return code;
 }

@@ -15,6 +15,7 @@
 #include "phasebench/backend.hpp"
 #include "phasebench/results.hpp"
 #include "process.hpp"
+#include "results_model.hpp"
 
 namespace pb {
 namespace {
@@ -208,6 +209,31 @@ TEST(Run, NothingToTimeStillWritesValidBenchmarkJson) {
   EXPECT_TRUE(read_results_csv((out / "results.csv").string()).empty());
   const nlohmann::json json = read_json(out / "benchmark.json");
   EXPECT_TRUE(json["benchmarks"].empty());
+  fs::remove_all(out);
+}
+
+// Issue 26: on a GPU node the serial references take seconds and checking eats most of a budget;
+// three repetitions of every case would overrun it. With --time-budget 1 not even that fits (the
+// selection has more than six timed cases, each repetition at least 50 ms): every case gets fewer
+// than three, the run says the budget is too small, and each such row has a median, no interval,
+// and a note saying why.
+TEST(Run, ABudgetTooSmallForThreeRepetitionsEachGivesFewerAndTheRowsSaySo) {
+  const fs::path out = fresh_temp_path("tight-budget");
+  const auto result = run_phasebench("run --size small --filter trainer2/lior_step --time-budget 1 --out " + out.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("too little for one repetition of each case"), std::string::npos) << result.output;
+  int few = 0;
+  for (const ResultRow& row : read_results_csv((out / "results.csv").string())) {
+    if (row.status != Status::Ok) continue;
+    EXPECT_GE(row.reps, 1) << results::row_name(row);
+    EXPECT_FALSE(std::isnan(row.median_ms)) << results::row_name(row);
+    if (row.reps >= 3) continue;
+    ++few;
+    EXPECT_TRUE(std::isnan(row.ci_low_ms) && std::isnan(row.ci_high_ms)) << results::row_name(row);
+    EXPECT_NE(row.reason.find("to keep the time budget: no confidence interval"), std::string::npos)
+        << results::row_name(row) << ": " << row.reason;
+  }
+  EXPECT_GT(few, 6) << result.output;
   fs::remove_all(out);
 }
 

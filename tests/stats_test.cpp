@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "phasebench/stats.hpp"
 
 namespace pb::stats {
@@ -58,6 +60,21 @@ TEST(Stats, SpeedupIntervalComesFromTheSamples) {
   EXPECT_GT(r.ci.high, 2.0);
   EXPECT_GT(r.ci.low, 1.5);
   EXPECT_LT(r.ci.high, 2.5);
+}
+
+// A row timed once or twice (a reference on a GPU node, under the time budget) has a median but
+// no interval: a bootstrap of one value would be [x, x], a certainty one repetition does not give.
+TEST(Stats, FewerThanThreeSamplesGiveNoInterval) {
+  for (const std::vector<double>& few : {std::vector<double>{4}, std::vector<double>{4, 6}}) {
+    const Summary s = summarize(few);
+    EXPECT_DOUBLE_EQ(s.median, few.size() == 1 ? 4 : 5);
+    EXPECT_TRUE(std::isnan(s.median_ci.low) && std::isnan(s.median_ci.high));
+    const Ratio against_few = speedup(few, {1, 1.1, 0.9, 1});
+    EXPECT_GT(against_few.value, 3.9);
+    EXPECT_TRUE(std::isnan(against_few.ci.low) && std::isnan(against_few.ci.high));
+    EXPECT_TRUE(std::isnan(speedup({1, 1.1, 0.9, 1}, few).ci.low));
+  }
+  EXPECT_FALSE(std::isnan(summarize({4, 5, 6}).median_ci.low));  // three are enough
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // How `run` plans its timing: repetitions fitted to the time budget (cheap cases keep all they
-// asked for, expensive ones give up repetitions first, never below three), the interleaved
+// asked for, expensive ones give up repetitions first: below three only when three of each do not
+// fit, as on a GPU node whose serial references take seconds), the interleaved
 // schedule that a restarted worker continues, the limits that end a hang, and the run record that
 // survives a killed worker.
 
@@ -58,11 +59,42 @@ TEST(FitRepetitions, TheExpensiveCasesGiveUpRepetitionsFirstAndNeverGoBelowThree
   EXPECT_GT(planned_seconds(timings) + repetition_seconds(timings[2]), budget);
 }
 
-TEST(FitRepetitions, ABudgetTooSmallForThreeEachStillGetsThree) {
+TEST(FitRepetitions, ABudgetTooSmallForThreeEachGivesTheSlowestCasesFewerButEveryCaseOne) {
   std::vector<CaseTiming> timings{costing(1), costing(10)};
   TimingPlan plan;
-  fit_repetitions(all(timings), plan, 0);
-  for (const CaseTiming& timing : timings) EXPECT_EQ(timing.reps, kMinimumReps);
+  EXPECT_EQ(repetition_floor(all(timings), plan, 0), 1);
+  const double expected = fit_repetitions(all(timings), plan, 0);
+  for (const CaseTiming& timing : timings) EXPECT_EQ(timing.reps, 1);
+  // Over the budget, and the estimate says so: it is what one repetition of each costs.
+  EXPECT_NEAR(expected, planned_seconds(timings), 1e-9);
+  EXPECT_GT(expected, 0);
+}
+
+// A GPU node, as measured on an H200 (issue 26): variants take milliseconds (a repetition is then
+// the 50 ms minimum), the serial fp32 references seconds. Three repetitions of each did not fit a
+// 120 s budget; with the floor at one they do, and the variants keep more than the references.
+TEST(FitRepetitions, OnAGpuNodeTheSerialReferencesDropBelowThreeAndTheBudgetHolds) {
+  std::vector<CaseTiming> timings(90, costing(0.052));
+  for (int i = 0; i < 8; ++i) timings.push_back(costing(3));
+  TimingPlan plan;
+  const double budget = 60;
+  std::vector<CaseTiming> three_each = timings;
+  for (CaseTiming& timing : three_each) timing.reps = kMinimumReps;
+  ASSERT_GT(planned_seconds(three_each), budget);
+  EXPECT_EQ(repetition_floor(all(timings), plan, budget), 1);
+  const double expected = fit_repetitions(all(timings), plan, budget);
+  EXPECT_LE(expected, budget);
+  EXPECT_NEAR(expected, planned_seconds(timings), 1e-9);
+  for (int i = 0; i < 90; ++i) EXPECT_GE(timings[i].reps, kMinimumReps) << "variant " << i;
+  for (size_t i = 90; i < timings.size(); ++i) EXPECT_EQ(timings[i].reps, 1) << "reference " << i;
+}
+
+TEST(FitRepetitions, TheFloorStaysAtThreeWhileThreeOfEachFit) {
+  std::vector<CaseTiming> timings{costing(0.05), costing(5)};
+  TimingPlan plan;
+  const double three_each = 3 * (repetition_seconds(timings[0]) + repetition_seconds(timings[1]));  // 15.16 s
+  EXPECT_EQ(repetition_floor(all(timings), plan, three_each + 0.01), kMinimumReps);
+  EXPECT_EQ(repetition_floor(all(timings), plan, three_each - 0.01), 1);
 }
 
 TEST(FitRepetitions, RepetitionsGivenOnTheCommandLineAreKeptWhateverTheBudget) {

@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 #include <c10/core/Allocator.h>
@@ -135,19 +136,26 @@ nlohmann::json loaded_blas_libraries() {
 // While counting, the CPU allocator looks up the size of every block freed, and logs a warning
 // ("Memory block of unknown size was allocated before the profiling started") the first time a
 // block allocated before counting is freed, which every variant that rebinds its outputs does.
-// The bytes we count are allocations only, so the warning is noise: silence glog's warnings for
-// the counted iteration. (LibTorch builds without glog, like PyTorch wheels, log it once.)
+// The bytes we count are allocations only, so the warning is noise: silence the library's
+// warnings for the counted iteration. LibTorch logs through glog where it was built with it
+// (Debian's), and through c10's own logger otherwise (PyTorch wheels), whose threshold is
+// FLAGS_caffe2_log_level; both number warning 1 and error 2.
 class QuietLibraryWarnings {
  public:
   QuietLibraryWarnings() {
 #ifdef C10_USE_GLOG
     saved_ = FLAGS_minloglevel;
-    FLAGS_minloglevel = std::max(saved_, 2);  // glog: 0 info, 1 warning, 2 error
+    FLAGS_minloglevel = std::max(saved_, 2);
+#else
+    saved_ = FLAGS_caffe2_log_level;
+    FLAGS_caffe2_log_level = std::max(saved_, 2);
 #endif
   }
   ~QuietLibraryWarnings() {
 #ifdef C10_USE_GLOG
     FLAGS_minloglevel = saved_;
+#else
+    FLAGS_caffe2_log_level = saved_;
 #endif
   }
   QuietLibraryWarnings(const QuietLibraryWarnings&) = delete;
@@ -156,6 +164,28 @@ class QuietLibraryWarnings {
  private:
   int saved_ = 0;
 };
+
+// ---- fp32 math --------------------------------------------------------------------------------
+
+// PyTorch lets cuDNN compute fp32 convolutions in TF32 by default (and cuBLAS fp32 matmuls where
+// float32_matmul_precision allows) on Ampere and later GPUs: a 10-bit mantissa, so an exact phase
+// would not compute what it claims (on an H200 the spinlock rollouts' exact phases failed their
+// fp32 budgets by 8x to 18x, issue 26). Every torch phase here computes in fp32; TF32 is an
+// approximation a ladder would have to declare as a phase of its own. The legacy setters exist
+// from LibTorch 1.7 to 2.x and keep the newer per-backend precision settings consistent.
+void compute_fp32_in_fp32() {
+  at::globalContext().setAllowTF32CuDNN(false);
+  at::globalContext().setAllowTF32CuBLAS(false);
+}
+
+std::string matmul_precision_name(at::Float32MatmulPrecision precision) {
+  switch (precision) {
+    case at::Float32MatmulPrecision::HIGHEST: return "highest";
+    case at::Float32MatmulPrecision::HIGH: return "high";
+    case at::Float32MatmulPrecision::MEDIUM: return "medium";
+  }
+  return "unknown";
+}
 
 class TorchBackend final : public Backend {
  public:
@@ -171,6 +201,7 @@ class TorchBackend final : public Backend {
   }
 
   void init(const RuntimeOptions& options) override {
+    compute_fp32_in_fp32();
     const int threads = std::max(1, options.threads);
     // LibTorch leaves the process at one OpenMP thread: size the intra-op pool explicitly.
     at::set_num_threads(threads);
@@ -196,7 +227,10 @@ class TorchBackend final : public Backend {
     if (device == "cuda" && torch::cuda::is_available()) torch::cuda::synchronize();
   }
 
+  // Also asked of a process that never calls init() (the run's supervisor writes machine.json):
+  // the fp32 settings are applied first, so that what is recorded is what every worker uses.
   nlohmann::json metadata() const override {
+    compute_fp32_in_fp32();
     const std::string config = at::show_config();
     return {
         {"library", "LibTorch"},
@@ -210,6 +244,9 @@ class TorchBackend final : public Backend {
         {"cuda_built", built_with_cuda()},
         {"cuda_available", torch::cuda::is_available()},
         {"cuda_device_count", torch::cuda::device_count()},
+        {"allow_tf32_cudnn", at::globalContext().allowTF32CuDNN()},
+        {"allow_tf32_cublas", at::globalContext().allowTF32CuBLAS()},
+        {"float32_matmul_precision", matmul_precision_name(at::globalContext().float32MatmulPrecision())},
         {"show_config", config},
     };
   }

@@ -79,10 +79,10 @@ int run_cli(int argc, char** argv, CliMode mode) {
   run->add_option("--size", run_size, "small, default or large")->check(CLI::IsMember(kSizeNames));
   add_number_option(*run, "--reps", run_command.options.reps,
                   "timed repetitions of every case, whatever the time budget (default: 10 while the budget "
-                  "allows, never fewer than 3)", 1, 100000);
+                  "allows, at least 3 while 3 of every case fit, else at least 1)", 1, 100000);
   add_number_option(*run, "--time-budget", run_command.options.time_budget_s,
                   "seconds the whole run should take, checking included: slow cases get fewer repetitions "
-                  "(never fewer than 3) to fit (default " + std::to_string(static_cast<int>(kDefaultTimeBudgetSeconds)) + ")", 1.0, 1e7);
+                  "to fit, down to 3, and down to 1 (no confidence interval) when 3 of every case do not fit (default " + std::to_string(static_cast<int>(kDefaultTimeBudgetSeconds)) + ")", 1.0, 1e7);
   add_number_option(*run, "--hang-timeout", run_command.options.hang_timeout_s,
                   "seconds a check or warm-up may take before the case is ended as ERROR \"timed out\"; a timed "
                   "repetition may take 10 times its planned time (default 300)", 0.1, 1e7);

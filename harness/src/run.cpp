@@ -11,6 +11,7 @@
 #include "case_runner.hpp"
 #include "progress.hpp"
 #include "results_model.hpp"
+#include "phasebench/stats.hpp"
 #include "timing.hpp"
 
 namespace pb::detail {
@@ -281,10 +282,18 @@ void RunInProgress::announce(const std::vector<CaseTiming>& timings, const std::
       ++timed;
     }
   const std::string reps = fewest == most ? std::to_string(most) : std::to_string(fewest) + "-" + std::to_string(most);
+  const double planned = progress_.seconds_left();
+  std::string budget_text = " (--reps fixed)";
+  if (!options_.reps_fixed) {
+    budget_text = "; time budget left " + format_duration(std::max(0.0, budget));
+    if (planned > budget)
+      budget_text += ": too little for one repetition of each case, so the run takes longer than its budget";
+    else if (fewest < static_cast<int>(stats::kFewestSamplesForInterval))
+      budget_text += " (the slowest cases get fewer than " + std::to_string(stats::kFewestSamplesForInterval) +
+                     " repetitions to keep it, and no confidence interval)";
+  }
   progress_.note("timing: " + std::to_string(timed) + " cases x " + reps + " interleaved repetitions (" +
-                 std::to_string(schedule.size()) + " to run), about " + format_duration(progress_.seconds_left()) +
-                 (options_.reps_fixed ? " (--reps fixed)"
-                                      : "; time budget left " + format_duration(std::max(0.0, budget))));
+                 std::to_string(schedule.size()) + " to run), about " + format_duration(planned) + budget_text);
 }
 
 void RunInProgress::time_all() {
@@ -329,6 +338,14 @@ void RunInProgress::time_all() {
 }
 
 // ---- assembling ----------------------------------------------------------------------------------
+
+// Why a row timed with fewer repetitions than an interval needs has none; empty when it has enough.
+std::string few_repetitions_note(int reps, bool reps_fixed) {
+  if (reps >= static_cast<int>(stats::kFewestSamplesForInterval)) return {};
+  const std::string count = std::to_string(reps) + (reps == 1 ? " repetition" : " repetitions");
+  return (reps_fixed ? "timed with " + count + " (--reps)" : "timed with " + count + " to keep the time budget") +
+         ": no confidence interval (it needs " + std::to_string(stats::kFewestSamplesForInterval) + ")";
+}
 
 // What becomes of an OK row whose repetitions are fewer than planned (a stopped run).
 void mark_unfinished_timing(ResultRow& row, size_t done, int planned) {
@@ -396,6 +413,7 @@ AssembledRun assemble_run(const std::vector<Case>& cases, const RunRecord& recor
       }
       finished = reps > 0 && kept == static_cast<size_t>(reps);
       if (!finished) mark_unfinished_timing(row, kept, reps);
+      else if (row.reason.empty()) row.reason = few_repetitions_note(reps, options.reps_fixed);
     }
     run.cases_done += finished ? 1 : 0;
     run.rows.push_back(std::move(row));

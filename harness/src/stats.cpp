@@ -57,6 +57,7 @@ Summary summarize(const std::vector<double>& samples) {
   summary.median = median(samples);
   summary.min = *std::min_element(samples.begin(), samples.end());
   summary.max = *std::max_element(samples.begin(), samples.end());
+  if (samples.size() < kFewestSamplesForInterval) return summary;  // no interval: NaN, never [x, x]
   SeededGenerator generator(kBootstrapSeed, "median");
   std::vector<double> medians(kBootstrapResamples), scratch;
   for (double& value : medians) value = resampled_median(samples, generator, scratch);
@@ -69,6 +70,7 @@ Ratio speedup(const std::vector<double>& baseline, const std::vector<double>& ca
   require_samples(candidate);
   Ratio ratio;
   ratio.value = median(baseline) / median(candidate);
+  if (baseline.size() < kFewestSamplesForInterval || candidate.size() < kFewestSamplesForInterval) return ratio;
   SeededGenerator generator(kBootstrapSeed, "speedup");
   std::vector<double> ratios(kBootstrapResamples), scratch;
   for (double& value : ratios) {

@@ -126,31 +126,43 @@ double repetition_seconds(const CaseTiming& timing) {
   return static_cast<double>(timing.iterations_per_rep) * timing.iteration_ms / 1e3 + kRepetitionOverheadSeconds;
 }
 
+namespace {
+
+// Each case's repetitions at `level` seconds: every case may spend up to `level` seconds, the cheap
+// ones keep all their repetitions, none gets fewer than `floor_reps`.
+int reps_at(const CaseTiming& timing, const TimingPlan& plan, int floor_reps, double level) {
+  if (plan.reps_fixed) return plan.reps;
+  const double affordable = std::floor(level / repetition_seconds(timing));
+  return static_cast<int>(std::clamp<double>(affordable, floor_reps, plan.reps));
+}
+
+double seconds_at(const std::vector<CaseTiming*>& timings, const TimingPlan& plan, int floor_reps, double level) {
+  double total = 0;
+  for (const CaseTiming* timing : timings) total += reps_at(*timing, plan, floor_reps, level) * repetition_seconds(*timing);
+  return total;
+}
+
+}  // namespace
+
+int repetition_floor(const std::vector<CaseTiming*>& timings, const TimingPlan& plan, double budget_seconds) {
+  const int preferred = std::min(kMinimumReps, plan.reps);
+  return seconds_at(timings, plan, preferred, 0) <= budget_seconds ? preferred : std::min(1, plan.reps);
+}
+
 double fit_repetitions(std::vector<CaseTiming*> timings, const TimingPlan& plan, double budget_seconds) {
-  const int floor_reps = std::min(kMinimumReps, plan.reps);
-  const auto reps_at = [&](const CaseTiming& timing, double level) {
-    // Every case may spend up to `level` seconds; the cheap ones keep all their repetitions.
-    if (plan.reps_fixed) return plan.reps;
-    const double affordable = std::floor(level / repetition_seconds(timing));
-    return static_cast<int>(std::clamp<double>(affordable, floor_reps, plan.reps));
-  };
-  const auto total_at = [&](double level) {
-    double total = 0;
-    for (const CaseTiming* timing : timings) total += reps_at(*timing, level) * repetition_seconds(*timing);
-    return total;
-  };
+  const int floor_reps = repetition_floor(timings, plan, budget_seconds);
   double level = std::numeric_limits<double>::infinity();
-  if (total_at(level) > budget_seconds) {
+  if (seconds_at(timings, plan, floor_reps, level) > budget_seconds) {
     double low = 0, high = 0;
     for (const CaseTiming* timing : timings) high = std::max(high, plan.reps * repetition_seconds(*timing));
     for (int i = 0; i < 60; ++i) {  // the largest level whose total fits
       const double middle = (low + high) / 2;
-      (total_at(middle) <= budget_seconds ? low : high) = middle;
+      (seconds_at(timings, plan, floor_reps, middle) <= budget_seconds ? low : high) = middle;
     }
     level = low;
   }
-  for (CaseTiming* timing : timings) timing->reps = reps_at(*timing, level);
-  return total_at(level);
+  for (CaseTiming* timing : timings) timing->reps = reps_at(*timing, plan, floor_reps, level);
+  return seconds_at(timings, plan, floor_reps, level);
 }
 
 double check_limit_seconds(const TimingPlan& plan) { return plan.hang_timeout_s; }

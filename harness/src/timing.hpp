@@ -6,7 +6,8 @@
 //
 // How many repetitions a case gets is fitted to a time budget: every case gets the repetitions
 // asked for (--reps) while they fit; when they do not, the most expensive cases give up
-// repetitions first, down to kMinimumReps, never below. benchmark.json names every repetition of
+// repetitions first, down to kMinimumReps; when even kMinimumReps of every case would not fit,
+// down to one (repetition_floor()), so that the budget holds. benchmark.json names every repetition of
 // a case alike and numbers them (repetition_index of repetitions), as Google Benchmark does for
 // its own repetitions, so its tools (compare.py) group them.
 
@@ -49,8 +50,15 @@ double repetition_seconds(const CaseTiming& timing);
 double expected_warm_up_seconds(const TimingPlan& plan, double checked_ms, bool fresh);
 
 /// Sets each timing's `reps` so that all of them together fit in `budget_seconds` where they can
-/// (see the file comment). Returns the seconds the repetitions are expected to take.
+/// (see the file comment). Returns the seconds the repetitions are expected to take: more than
+/// the budget only when one repetition of every case is already more.
 double fit_repetitions(std::vector<CaseTiming*> timings, const TimingPlan& plan, double budget_seconds);
+
+/// The fewest repetitions fit_repetitions() gives a case: kMinimumReps while every case at that
+/// many fits the budget; otherwise 1, so that the budget holds on a machine whose variants take
+/// milliseconds and whose serial references take seconds (a GPU node). The slowest cases then
+/// drop below kMinimumReps first, and their rows have no confidence interval (stats.hpp).
+int repetition_floor(const std::vector<CaseTiming*>& timings, const TimingPlan& plan, double budget_seconds);
 
 /// The limit the supervisor puts on one step: a check runs at most `hang_timeout_s`; a timed
 /// repetition at most kHangMultiple times its planned time (and never less than a minute, or

@@ -105,6 +105,16 @@ std::vector<VerifyLine> execute_verify(const VerifyOptions& options);
 
 /// Initializes the backends the cases use (once per process) with this thread count.
 void init_backends(const std::vector<Case>& cases, int threads);
-void finalize_backends();
+/// Finalizes the backends init_backends() initialized, last first. Returns how many there were.
+size_t finalize_backends();
+
+/// Ends a process that initialized no backend (a supervisor of `run` or `verify`, `list`,
+/// `compare`, `report`): flushes every output stream, then exits with `code` without running the
+/// libraries' exit-time teardown. Such a process only asked the device runtimes what devices there
+/// are; with a CUDA LibTorch on an H200 the teardown that followed those questions died of SIGSEGV
+/// after the results were written, losing the buffered summary and turning exit 0 into 139
+/// (issue 26), while a process that used the device exited cleanly. Under LeakSanitizer the leak
+/// check, which would have run at exit, runs first.
+[[noreturn]] void exit_without_library_teardown(int code);
 
 }  // namespace pb

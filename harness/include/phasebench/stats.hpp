@@ -4,14 +4,16 @@
 // Intervals are percentile bootstraps with a fixed resampling seed, so the same samples always give
 // the same interval. A speedup's interval resamples both sample sets (not two medians alone).
 
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace pb::stats {
 
 struct Interval {
-  double low = 0;
-  double high = 0;
+  double low = std::numeric_limits<double>::quiet_NaN();  // NaN: no interval (too few samples)
+  double high = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct Summary {
@@ -27,6 +29,9 @@ struct Ratio {
 };
 
 constexpr int kBootstrapResamples = 2000;
+/// Fewer samples than this give no interval (NaN bounds): a bootstrap of one or two values only
+/// repeats them, and [x, x] would claim a certainty that one repetition does not give.
+constexpr size_t kFewestSamplesForInterval = 3;
 constexpr double kConfidence = 0.95;
 
 double median(std::vector<double> samples);

@@ -1,0 +1,53 @@
+// How phasebench processes end. A supervisor (of `run` and `verify`) and every command that uses no
+// backend only ask the device runtimes what devices there are; with a CUDA LibTorch on an H200 the
+// library teardown after those questions died of SIGSEGV once the results were written: the
+// buffered summary was lost and exit 0 became 139 (issue 26). Such processes now end without that
+// teardown (runner.hpp, exit_without_library_teardown). Where CUDA is present these tests take the
+// path that crashed; everywhere they check that nothing printed is lost on the way out (stdout is a
+// pipe here, so fully buffered, as in a CI job's log).
+
+#include <gtest/gtest.h>
+
+#include "process.hpp"
+
+namespace pb {
+namespace {
+namespace fs = std::filesystem;
+using namespace pb::testing;
+
+bool gpu_backend_built() { return backend_built("torch") || backend_built("cuda"); }
+
+TEST(CleanExit, VerifyOfTheGpuBackendsThroughItsSupervisorExitsZeroWithItsSummary) {
+  if (!gpu_backend_built()) GTEST_SKIP() << "neither the torch nor the cuda backend is built";
+  const auto result = run_phasebench("verify --filter trainer2/lior_step --backend torch,cuda --size small --seeds 1");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("\nverify: "), std::string::npos) << "the summary line was lost:\n" << result.output;
+  EXPECT_NE(result.output.find(" passed, 0 failed"), std::string::npos) << result.output;
+}
+
+TEST(CleanExit, RunThroughItsSupervisorPrintsItsWholeSummaryAndExitsZero) {
+  if (!gpu_backend_built()) GTEST_SKIP() << "neither the torch nor the cuda backend is built";
+  const fs::path out = fresh_temp_path("clean-exit-run");
+  const auto result = run_phasebench("run --quick --size small --backend torch,cuda --filter trainer2/lior_step --out " +
+                                     out.string());
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  // The last lines the supervisor prints: the claims view, then where the results are.
+  EXPECT_NE(result.output.find("results: " + out.string() + "\n"), std::string::npos) << result.output;
+  fs::remove_all(out);
+}
+
+// `list` uses no backend: it takes the same way out. Everything it prints (more than one pipe
+// buffer) arrives, exactly as when it goes to a file.
+TEST(CleanExit, ACommandThatUsedNoBackendLosesNoOutput) {
+  const auto piped = run_command(std::string(PHASEBENCH_EXECUTABLE) + " list");
+  ASSERT_EQ(piped.exit_code, 0) << piped.output;
+  const fs::path file = fresh_temp_path("clean-exit-list");
+  ASSERT_EQ(run_command(std::string(PHASEBENCH_EXECUTABLE) + " list > " + file.string()).exit_code, 0);
+  const std::string written = read_text(file);
+  EXPECT_GT(written.size(), 4096u);
+  EXPECT_EQ(piped.output, written);
+  fs::remove(file);
+}
+
+}  // namespace
+}  // namespace pb
