@@ -105,7 +105,7 @@ find_gpu() {
   local answer caps
   if ! answer=$(nvidia-smi --query-gpu=compute_cap,name --format=csv,noheader 2>&1) ||
      ! grep -qE '^[0-9]+\.[0-9]+, ' <<< "$answer"; then
-    missing+=("no NVIDIA GPU: nvidia-smi found none ($(head -n 1 <<< "$answer"))")
+    missing+=("no NVIDIA GPU: nvidia-smi --query-gpu=compute_cap,name answered: $(head -n 1 <<< "$answer")")
     return
   fi
   # compute_cap 9.0 is CMake's architecture 90; several kinds of GPU: each kind's, once.
@@ -138,7 +138,7 @@ find_torch() {
       torch_problem="no LibTorch: $torch_dir has no TorchConfig.cmake (give <libtorch>/share/cmake/Torch)"
     elif compgen -G "$torch_dir/../../../lib/libtorch_cuda.so*" > /dev/null; then
       # TorchConfig.cmake's own install prefix is three folders up; CUDA builds have libtorch_cuda.
-      torch_cuda="yes (libtorch_cuda)"
+      torch_cuda="its lib/ has libtorch_cuda.so"
     fi
     return
   fi
@@ -192,7 +192,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   exit 2
 fi
 echo "gpu: ${gpu_names} (CMAKE_CUDA_ARCHITECTURES=$gpu_archs); nvcc $nvcc"
-echo "gpu: LibTorch ${torch_dir:-off}${torch_cuda:+ (CUDA $torch_cuda)}"
+echo "gpu: LibTorch ${torch_dir:-off}${torch_cuda:+ (CUDA: $torch_cuda)}"
+# A LibTorch built for another CUDA major version than nvcc's tends to fail late, at link or load:
+# say so now (a warning: the user may know better).
+nvcc_release=$("$nvcc" --version 2>/dev/null | sed -nE 's/.*release ([0-9]+)\..*/\1/p' | head -n 1)
+if [[ $torch_cuda =~ ^([0-9]+)\. ]] && [ -n "$nvcc_release" ] && [ "${BASH_REMATCH[1]}" != "$nvcc_release" ]; then
+  echo "gpu: warning: the LibTorch is for CUDA $torch_cuda but nvcc is CUDA $nvcc_release; if the build fails, use a matching pair" >&2
+fi
 
 # ---- dependencies ----------------------------------------------------------------------------------
 build_dir=${PHASEBENCH_BUILD_DIR:-build-gpu}
@@ -222,8 +228,8 @@ fi
 # ---- configure and build ---------------------------------------------------------------------------
 cmake_args=(-DCMAKE_BUILD_TYPE=Release -DPHASEBENCH_BUILD_TESTS=OFF
             -DPHASEBENCH_WITH_CUDA=ON -DPHASEBENCH_WITH_ONEDNN=OFF -DPHASEBENCH_WITH_KOKKOS=OFF
-            "-DCMAKE_CUDA_COMPILER=$nvcc" "-DCMAKE_CUDA_ARCHITECTURES=$gpu_archs"
-            "-DCMAKE_PREFIX_PATH=$prefix_path")
+            "-DCMAKE_CUDA_COMPILER=$nvcc" "-DCMAKE_CUDA_ARCHITECTURES=$gpu_archs")
+if [ -n "$prefix_path" ]; then cmake_args+=("-DCMAKE_PREFIX_PATH=$prefix_path"); fi
 if [ -n "$torch_dir" ]; then
   cmake_args+=(-DPHASEBENCH_WITH_TORCH=ON "-DTorch_DIR=$torch_dir")
 else

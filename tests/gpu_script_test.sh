@@ -90,7 +90,7 @@ expect bad-option 2 "$scratch/empty-debs" --frobnicate -- "unknown option '--fro
 # Nothing at all: every missing piece named in one answer.
 expect nothing 2 "$scratch/empty-debs" -- 'nvidia-smi is not on PATH' 'no nvcc' 'no LibTorch: no Torch_DIR'
 expect no-device 2 "$scratch/no-device:$scratch/nvcc:$scratch/cuda-torch" -- \
-  'no NVIDIA GPU: nvidia-smi found none \(No devices were found\)' '!nvcc' '!LibTorch'
+  'no NVIDIA GPU: nvidia-smi --query-gpu=compute_cap,name answered: No devices were found' '!nvcc' '!LibTorch'
 expect no-nvcc 2 "$scratch/h100:$scratch/cuda-torch" -- 'no nvcc' '!NVIDIA GPU' '!LibTorch'
 expect cpu-only-torch 2 "$scratch/h100:$scratch/nvcc:$scratch/cpu-torch" -- \
   'CPU-only \(torch 2.11.0\+cpu: torch.version.cuda is None\)' '--without-torch-cuda' '!nvcc' '!NVIDIA GPU'
