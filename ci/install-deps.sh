@@ -39,8 +39,9 @@ fi
 
 # Kokkos with OpenMP, built once per machine from Debian's trilinos source (a few minutes the
 # first time, a second afterwards). A failure leaves Debian's Serial Kokkos in use and its reason
-# in the configure summary: it never stops the build.
-bash "$(dirname "$0")/install-kokkos.sh" || true
+# in the configure summary: it never stops the build. PHASEBENCH_SKIP_KOKKOS=1 (ci/gpu.sh, whose
+# build has Kokkos off) skips it.
+if [ -z "${PHASEBENCH_SKIP_KOKKOS:-}" ]; then bash "$(dirname "$0")/install-kokkos.sh" || true; fi
 
 # The CUDA toolkit is not a Debian package here: the cuda backend is built when nvcc is found
 # (PATH or /usr/local/cuda/bin/nvcc) and reports why not otherwise.

@@ -14,7 +14,8 @@
 # It never breaks the build: on any failure it writes the reason beside the prefix
 # (<prefix>.failed), which the configure summary shows while Debian's Serial Kokkos is used.
 # Environment: PHASEBENCH_KOKKOS_PREFIX (default /opt/phasebench/kokkos-3.4.01-openmp; CMake's
-# cache variable of the same name must agree), PHASEBENCH_DEBIAN_MIRROR (default: the system's).
+# cache variable of the same name must agree), PHASEBENCH_DEBIAN_MIRROR (default: the one
+# the system's apt sources name; without one it fails and says so).
 set -euo pipefail
 
 prefix=${PHASEBENCH_KOKKOS_PREFIX:-/opt/phasebench/kokkos-3.4.01-openmp}
@@ -39,13 +40,15 @@ fail() {
   exit 1
 }
 
-# The Debian archive the system installs from (deb822 or one-line sources), for the deb-src line.
+# The Debian archive the system installs from, for the deb-src line: PHASEBENCH_DEBIAN_MIRROR, else
+# the first .../debian URI of the system's apt sources (deb822 "URIs:" fields and one-line "deb"
+# entries; comments skipped). There is no built-in default: an archive this machine was not set up
+# to use may be unreachable or not the one it trusts, so none found is a failure with its reason.
 debian_mirror() {
   if [ -n "${PHASEBENCH_DEBIAN_MIRROR:-}" ]; then echo "$PHASEBENCH_DEBIAN_MIRROR"; return; fi
-  local found
-  found=$(cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-          grep -oE '(https?|file)://[^ ]*/debian/?( |$)' | head -n 1 | tr -d ' ' || true)
-  echo "${found:-http://deb.debian.org/debian}"
+  { cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null || true; } |
+    sed -nE 's/^[[:space:]]*(URIs:|deb(-src)?([[:space:]]+\[[^]]*\])?)[[:space:]]+//p' | tr -s ' \t' '\n' |
+    grep -m 1 -E '^(https?|file)://.*/debian/?$'
 }
 
 parent=$(dirname "$prefix")
@@ -58,13 +61,15 @@ start=$(date +%s)
 
 # apt-get source from a private sources list, lists and cache: nothing under /etc/apt changes.
 suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
+mirror=$(debian_mirror) ||
+  fail "no Debian archive in the system's apt sources (/etc/apt/sources.list, /etc/apt/sources.list.d/); set PHASEBENCH_DEBIAN_MIRROR to the archive's URL"
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 mkdir -p "$work/apt/lists/partial" "$work/apt/cache/archives/partial" "$work/source"
-echo "deb-src [signed-by=$keyring] $(debian_mirror) $suite main" > "$work/apt/sources.list"
+echo "deb-src [signed-by=$keyring] $mirror $suite main" > "$work/apt/sources.list"
 apt_private=(-o "Dir::Etc::SourceList=$work/apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
              -o "Dir::State::Lists=$work/apt/lists" -o "Dir::Cache=$work/apt/cache" -o Debug::NoLocking=1
              -o APT::Sandbox::User=root)  # the _apt user cannot enter a private mktemp directory
-echo "install-kokkos: fetching $orig_tarball with apt-get source ($(debian_mirror) $suite)"
+echo "install-kokkos: fetching $orig_tarball with apt-get source ($mirror $suite)"
 # apt's first complaint, for the reason in the configure summary.
 apt_error() { grep -m 1 -E '^(E|W|Err):' "$work/apt.log" | cut -c 1-200; }
 apt-get "${apt_private[@]}" -qq --error-on=any update 2> "$work/apt.log" ||
