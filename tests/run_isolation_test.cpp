@@ -1,7 +1,7 @@
 // `run` under its supervisor: stopped by a signal it keeps what was finished, marks the run
 // incomplete and removes its scratch files, and `run --resume` finishes it; its worker never
 // outlives it; a hanging case is timed out while the others finish; repetitions follow the time
-// budget, never below three; Google Benchmark's compare.py reads benchmark.json as it reads its own.
+// budget (below three only when three of each do not fit); Google Benchmark's compare.py reads benchmark.json as it reads its own.
 // Faults are injected with PHASEBENCH_INJECT_HANG (harness/src/fault_injection.hpp) into the serial
 // reference of trainer2/train_step, among the five trainer2 references at the small size.
 
@@ -190,11 +190,12 @@ std::vector<int> reps_of_run(const std::string& options) {
   return reps;
 }
 
-TEST(RunBudget, RepetitionsFollowTheBudgetButNeverFallBelowThree) {
+TEST(RunBudget, RepetitionsFollowTheBudgetAndEveryCaseGetsOne) {
   // Every repetition lasts at least 50 ms: ten of five cases cannot fit in a budget of one second
-  // (less what checking took).
+  // (less what checking took), nor can three of each once checking took a quarter of it; every
+  // case is still timed at least once (timing_plan_test.cpp has the floor's rule, 3 while 3 fit).
   const std::vector<int> squeezed = reps_of_run("--time-budget 1");
-  for (int reps : squeezed) EXPECT_GE(reps, 3);
+  for (int reps : squeezed) EXPECT_GE(reps, 1);
   EXPECT_LT(*std::min_element(squeezed.begin(), squeezed.end()), 10) << "the budget was not applied";
   for (int reps : reps_of_run("--time-budget 1 --reps 4")) EXPECT_EQ(reps, 4) << "--reps given keeps its meaning";
   for (int reps : reps_of_run("--time-budget 600")) EXPECT_EQ(reps, 10) << "fast cases keep all the reps asked for";

@@ -129,6 +129,11 @@ bool compare_row(RowComparison& rc, const RunData& base, const RunData& fresh, c
     add_recorded_medians(rc, options);
     return false;
   }
+  if (!rc.base->disturbed.empty() || !rc.fresh->disturbed.empty()) {
+    rc.verdict = Verdict::Disturbed;  // neither a regression nor an improvement: not a measurement
+    add_recorded_medians(rc, options);
+    return false;
+  }
   const Measurement before = measure(base, *rc.base, options), after = measure(fresh, *rc.fresh, options);
   using State = Measurement::State;
   if (before.state == State::IsRatioBase || after.state == State::IsRatioBase) {
@@ -230,13 +235,18 @@ void warn_about_power(Comparison& comparison) {
 }
 
 void warn_about_rows(Comparison& comparison) {
-  int matched = 0, threads_differ = 0, untested = 0, devices = 0;
+  int matched = 0, threads_differ = 0, untested = 0, devices = 0, disturbed = 0;
   for (const RowComparison& rc : comparison.rows) {
     matched += rc.base && rc.fresh;
     if (rc.base && rc.fresh && rc.fresh->device != "cpu" && !std::isnan(rc.p_slower)) ++devices;
     if (rc.base && rc.fresh && rc.base->threads != rc.fresh->threads) ++threads_differ;
     if (rc.verdict == Verdict::Untested) ++untested;
+    if (rc.verdict == Verdict::Disturbed) ++disturbed;
   }
+  if (disturbed)
+    comparison.warnings.push_back(std::to_string(disturbed) +
+                                  " rows were disturbed by other work on the machine in one run or both (column "
+                                  "`disturbed`): their times are not judged; measure them again on a quieter machine");
   if (matched == 0 && !comparison.rows.empty())
     comparison.warnings.push_back("no row of the base matches a row of the new run (another --size or suite?)");
   if (threads_differ)
@@ -276,6 +286,7 @@ std::string verdict_name(Verdict verdict) {
     case Verdict::NotTimed: return "not timed";
     case Verdict::Untested: return "untested";
     case Verdict::RatioBase: return "ratio base";
+    case Verdict::Disturbed: return "disturbed, not judged";
   }
   return "?";
 }

@@ -52,6 +52,8 @@ enum class Verdict {
   NotTimed,      // not OK on one side (SKIPPED, UNSUPPORTED): nothing to compare
   Untested,      // OK on both sides but without samples to test
   RatioBase,     // in ratio mode, the row the others are divided by
+  Disturbed,     // OK on both sides, but other work on the machine disturbed its repetitions in one
+                 // run or both (results.csv's `disturbed`): its times are not judged
 };
 
 std::string verdict_name(Verdict verdict);

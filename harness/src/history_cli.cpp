@@ -98,11 +98,12 @@ int HistoryCommands::Parsed::run_add(history::HistoryStore& store) {
 }
 
 int HistoryCommands::Parsed::run_list(history::HistoryStore& store) {
-  std::cout << "run_id\tstarted_at\tgit_commit\tfingerprint\tbranch\tpull_request\tstate\n";
+  std::cout << "run_id\tstarted_at\tgit_commit\tfingerprint\tbranch\tpull_request\tstate\tmachine\n";
   for (const history::StoredRun& run : store.runs())
     std::cout << run.run_id << "\t" << run.started_at << "\t" << run.git_commit << "\t" << run.fingerprint << "\t"
               << run.branch << "\t" << run.pull_request << "\t"
-              << (!run.complete ? "incomplete" : run.failed_rows > 0 ? "failed" : "ok") << "\n";
+              << (!run.complete ? "incomplete" : run.failed_rows > 0 ? "failed" : "ok") << "\t"
+              << (run.machine_state.empty() ? "-" : run.machine_state) << "\n";
   return 0;
 }
 

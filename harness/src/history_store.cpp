@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <iomanip>
 #include <map>
 #include <sstream>
 
@@ -73,6 +74,9 @@ const std::vector<Migration>& migrations() {
        {"ALTER TABLE results ADD COLUMN fast_ms DOUBLE PRECISION",
         "ALTER TABLE results ADD COLUMN cpu_fast_ms DOUBLE PRECISION"},
        fill_run_points},
+      // 4: why a row's repetitions were disturbed by other work on the machine (empty or NULL: they
+      // were not); such rows stay out of trends and step detection (interference.hpp).
+      {4, {"ALTER TABLE results ADD COLUMN disturbed TEXT"}},
   };
   return all;
 }
@@ -161,9 +165,24 @@ StoredRun describe(const results::RunData& run, const CiContext& ci) {
   return stored;
 }
 
+// machine.json's machine_state in a few words, for `history list`; empty when the run has none.
+std::string machine_state_in_words(const nlohmann::json& machine) {
+  if (!machine.is_object() || !machine.contains("machine_state")) return "";
+  const nlohmann::json& state = machine["machine_state"];
+  const int disturbed = state.value("disturbed_rows", 0);
+  double timing_others = 0;
+  if (state.contains("stages") && state["stages"].contains("timing"))
+    timing_others = state["stages"]["timing"].value("others_cores", 0.0);
+  if (state.value("cores_to_itself", false)) return "quiet";
+  std::ostringstream words;
+  words << std::setprecision(2) << "busy: other work used " << timing_others << " cores while timing, " << disturbed
+        << (disturbed == 1 ? " row disturbed" : " rows disturbed");
+  return words.str();
+}
+
 const char* const kRunColumns =
     "run_id, git_commit, started_at, fingerprint, hostname, branch, pull_request, complete, incomplete_reason, "
-    "failed_rows";
+    "failed_rows, machine_json";
 
 StoredRun stored_run_from(const SqlRow& row) {
   StoredRun run;
@@ -177,6 +196,8 @@ StoredRun stored_run_from(const SqlRow& row) {
   run.complete = text_of(row[7]) == "1";
   run.incomplete_reason = text_of(row[8]);
   run.failed_rows = std::atoi(text_of(row[9]).c_str());
+  run.machine_state = machine_state_in_words(
+      nlohmann::json::parse(text_of(row[10]), nullptr, /*allow_exceptions=*/false));
   return run;
 }
 
@@ -214,12 +235,13 @@ double cpu_median_ms(const results::RunData& data, const ResultRow& row) {
 void insert_rows(SqlConnection& db, const std::string& run_id, const results::RunData& data) {
   for (const ResultRow& row : data.rows)
     db.execute("INSERT INTO results (run_id, suite, workload, size, backend, device, phase_index, phase, status, "
-               "reason, reps, median_ms, ci_low_ms, ci_high_ms, cpu_median_ms, fast_ms, cpu_fast_ms) "
-               "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+               "reason, reps, median_ms, ci_low_ms, ci_high_ms, cpu_median_ms, fast_ms, cpu_fast_ms, disturbed) "
+               "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
                {run_id, row.suite, row.workload, row.size, row.backend, row.device, std::to_string(row.phase_index),
                 row.phase, std::string(to_string(row.status)), text_or_null(row.reason), std::to_string(row.reps),
                 number(row.median_ms), number(row.ci_low_ms), number(row.ci_high_ms), number(cpu_median_ms(data, row)),
-                number(run_point(repetitions(data.samples, row))), number(run_point(repetitions(data.cpu_samples, row)))});
+                number(run_point(repetitions(data.samples, row))), number(run_point(repetitions(data.cpu_samples, row))),
+                text_or_null(row.disturbed)});
   for (const SampleRow& sample : data.sample_rows)
     db.execute("INSERT INTO samples (run_id, suite, workload, size, backend, device, phase, rep, ms, cpu_ms) "
                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
@@ -337,7 +359,7 @@ std::vector<TrendRow> HistoryStore::trend_rows(const std::string& fingerprint, c
       "SELECT r.suite, r.workload, r.size, r.backend, r.device, r.phase, r.phase_index, u.fingerprint, u.run_id, "
       "u.git_commit, u.started_at, u.branch, r.fast_ms, r.cpu_fast_ms FROM results r JOIN runs u ON u.run_id = r.run_id "
       "WHERE r.status = 'OK' AND r.median_ms IS NOT NULL AND u.complete = 1 AND u.failed_rows = 0 "
-      "AND ($1 = '' OR u.fingerprint = $1) AND ($2 = '' OR u.branch = $2) ORDER BY u.started_at, u.run_id",
+      "AND (r.disturbed IS NULL OR r.disturbed = '') AND ($1 = '' OR u.fingerprint = $1) AND ($2 = '' OR u.branch = $2) ORDER BY u.started_at, u.run_id",
       {fingerprint, branch});
   std::vector<TrendRow> trend;
   for (const SqlRow& row : rows)

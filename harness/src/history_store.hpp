@@ -15,7 +15,7 @@ namespace pb::history {
 
 /// The schema this build writes. Older databases are migrated when opened (history_store.cpp lists
 /// each version); a newer one is refused.
-constexpr int kSchemaVersion = 3;
+constexpr int kSchemaVersion = 4;
 
 /// Where a run came from in CI; empty fields are unknown.
 struct CiContext {
@@ -29,6 +29,9 @@ struct StoredRun {
   bool complete = true;
   std::string incomplete_reason;
   int failed_rows = 0;  // rows whose check failed (FAIL, MISTRUSTED, ERROR)
+  /// The machine's state while the run ran, in words ("quiet", "busy: other work used 1.4 cores
+  /// while timing, 7 rows disturbed"), from its machine.json; empty for runs that predate it.
+  std::string machine_state;
   /// Complete and without a failed row: the only runs trends and the gate read.
   bool trustworthy() const { return complete && failed_rows == 0; }
 };

@@ -12,6 +12,7 @@ MergedRows pool_rows(const std::vector<results::RunData>& runs, const std::strin
   MergedRows pooled;
   std::map<std::string, size_t> index;  // row key -> position in pooled.rows
   results::SampleIndex samples, cpu_samples;  // the runs' repetitions one after another
+  std::map<std::string, std::string> disturbed;  // row key -> the last input run that was disturbed
   for (const results::RunData& run : runs) {
     for (const ResultRow& row : run.rows) {
       const std::string key = results::row_key(row);
@@ -22,6 +23,7 @@ MergedRows pool_rows(const std::vector<results::RunData>& runs, const std::strin
         kept.status = row.status;
         kept.reason = row.reason;
       }
+      if (!row.disturbed.empty()) disturbed[key] = run.label + ": " + row.disturbed;  // so is a disturbance
       if (const auto found = run.samples.find(key); found != run.samples.end()) {
         samples[key].insert(samples[key].end(), found->second.begin(), found->second.end());
         const std::vector<double>& cpu = run.cpu_samples.at(key);
@@ -35,6 +37,12 @@ MergedRows pool_rows(const std::vector<results::RunData>& runs, const std::strin
   }
   for (ResultRow& row : pooled.rows) row.run_id = run_id;  // one run now: `compare --mode ratio` pairs its repetitions
   results::derive_columns(pooled.rows, {&samples, &catalog, runs.front().ceilings()});
+  // The pool's repetitions come from several processes, whose levels may differ by more than one
+  // run's noise: a pooled row is disturbed where an input's row was, not by its pooled spread.
+  for (ResultRow& row : pooled.rows) {
+    const auto found = disturbed.find(results::row_key(row));
+    row.disturbed = found == disturbed.end() ? "" : found->second;
+  }
   for (const ResultRow& row : pooled.rows)
     if (const auto found = samples.find(results::row_key(row)); found != samples.end())
       append_samples(pooled, row, found->second, cpu_samples.at(found->first));

@@ -1,5 +1,6 @@
 #include "report_history.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -12,6 +13,7 @@ namespace pb::report {
 namespace {
 
 constexpr int kWidth = 560, kHeight = 240;
+constexpr size_t kMostRunLabels = 10;
 constexpr double kLeft = 64, kRight = kWidth - 16, kTop = 16, kBottom = kHeight - 40;
 
 std::string percent(double fraction) {
@@ -23,6 +25,15 @@ std::string percent(double fraction) {
 std::string value_text(double value, bool ratio) { return ratio ? format_ratio(value) + " ref" : format_ms(value); }
 
 std::string format_run_number(double value) { return std::to_string(static_cast<long long>(value + 0.5)); }
+
+// The runs the x axis labels: whole numbers only, each run at most once (a scale's own ticks fall
+// between runs, and rounded they labelled one run twice: "0 1 2 2"), at most about ten.
+std::vector<double> run_ticks(size_t runs) {
+  const size_t stride = std::max<size_t>(1, (runs + kMostRunLabels - 1) / kMostRunLabels);
+  std::vector<double> ticks;
+  for (size_t run = 0; run < std::max<size_t>(runs, 1); run += stride) ticks.push_back(static_cast<double>(run));
+  return ticks;
+}
 
 // "abc..def" as a link to the repository's comparison of the two commits (GitHub and GitLab both
 // serve <repository>/compare/<a>...<b>), or as text without an address or a commit.
@@ -43,7 +54,7 @@ std::string chart(const history::Series& series, bool ratio) {
   const svg::Scale x{0, last, kLeft, kRight, false};
   svg::Canvas canvas(kWidth, kHeight, "chart", "trend of " + series.name());
   svg::y_axis(canvas, y, kLeft, kRight, ratio ? "time / reference" : "time (fastest quarter)", format_ms);
-  svg::x_axis(canvas, x, kBottom, kTop, "run (oldest first)", format_run_number);
+  svg::x_axis_at(canvas, x, run_ticks(series.points.size()), kBottom, kTop, "run (oldest first)", format_run_number);
   std::vector<svg::Point> line;
   for (size_t i = 0; i < series.points.size(); ++i) line.emplace_back(x(static_cast<double>(i)), y(values[i]));
   canvas.polyline(line, "#0b5cab", "series thin");

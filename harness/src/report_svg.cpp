@@ -142,7 +142,12 @@ void y_axis(Canvas& canvas, const Scale& y, double x_left, double x_right, const
 
 void x_axis(Canvas& canvas, const Scale& x, double y_bottom, double y_top, const std::string& label,
             std::string (*format)(double)) {
-  for (double tick : x.ticks()) {
+  x_axis_at(canvas, x, x.ticks(), y_bottom, y_top, label, format);
+}
+
+void x_axis_at(Canvas& canvas, const Scale& x, const std::vector<double>& ticks, double y_bottom, double y_top,
+               const std::string& label, std::string (*format)(double)) {
+  for (double tick : ticks) {
     canvas.line(x(tick), y_bottom, x(tick), y_top, "grid");
     canvas.text(x(tick), y_bottom + 16, format(tick), "tick", "middle");
   }

@@ -60,6 +60,9 @@ void y_axis(Canvas& canvas, const Scale& y, double x_left, double x_right, const
 /// Vertical grid lines and labels at x's ticks, below y_bottom, and a label under them.
 void x_axis(Canvas& canvas, const Scale& x, double y_bottom, double y_top, const std::string& label,
             std::string (*format)(double));
+/// The same at the given ticks (a count axis, whose ticks must be whole numbers).
+void x_axis_at(Canvas& canvas, const Scale& x, const std::vector<double>& ticks, double y_bottom, double y_top,
+               const std::string& label, std::string (*format)(double));
 /// Named positions along the x axis (categories), labels under y_bottom.
 void x_categories(Canvas& canvas, const std::vector<std::pair<double, std::string>>& ticks, double y_bottom);
 /// A row of colored swatches with names, starting at (x, y).

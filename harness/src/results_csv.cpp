@@ -209,6 +209,7 @@ const auto& result_fields() {
       field("step_budget", &R::step_budget, false),
       field("ops_by_region", &R::ops_by_region, false),
       field("step_memory_bytes", &R::step_memory_bytes, false),
+      field("disturbed", &R::disturbed, false),
   };
   return fields;
 }
@@ -219,6 +220,7 @@ const auto& sample_fields() {
       nonempty_field("workload", &S::workload), size_field(&S::size), backend_field(&S::backend),
       device_field(&S::device), nonempty_field("phase", &S::phase), count_field("rep", &S::rep),
       time_field("ms", &S::ms), field("suite", &S::suite, false), time_field("cpu_ms", &S::cpu_ms, false),
+      count_field("others_cores", &S::others_cores, false),
   };
   return fields;
 }

@@ -7,6 +7,7 @@
 #include "phasebench/backend.hpp"
 #include "phasebench/files.hpp"
 #include "phasebench/stats.hpp"
+#include "interference.hpp"
 
 namespace pb::results {
 namespace fs = std::filesystem;
@@ -64,6 +65,7 @@ WorkEstimate declared_work(const ResultRow& row, const catalog::Catalog* catalog
 // failed in a pooled process) never shows another process's numbers.
 void clear_timing(ResultRow& row) {
   row.reps = 0;
+  row.disturbed.clear();
   for (double* column :
        {&row.median_ms, &row.min_ms, &row.max_ms, &row.ci_low_ms, &row.ci_high_ms, &row.speedup_vs_prev,
         &row.speedup_vs_prev_ci_low, &row.speedup_vs_prev_ci_high, &row.speedup_vs_phase0,
@@ -116,6 +118,14 @@ void set_throughput(ResultRow& row, const WorkEstimate& work, const std::optiona
                                                      work.bytes > 0 ? work.bytes : kMissing, *ceilings);
 }
 
+void set_disturbed(ResultRow& row, const std::vector<double>& wall_ms, const Derivation& inputs) {
+  std::vector<double> others(wall_ms.size(), kMissing);
+  if (inputs.others_cores)
+    if (const auto found = inputs.others_cores->find(row_key(row)); found != inputs.others_cores->end())
+      others = found->second;
+  row.disturbed = interference::disturbance(wall_ms, others, row.threads, inputs.cores);
+}
+
 }  // namespace
 
 void derive_row(std::vector<ResultRow>& rows, size_t index, const Derivation& inputs) {
@@ -129,6 +139,7 @@ void derive_row(std::vector<ResultRow>& rows, size_t index, const Derivation& in
   set_time_columns(row, mine->second);
   set_speedups(row, rows, *inputs.samples);
   set_throughput(row, work, inputs.ceilings);
+  set_disturbed(row, mine->second, inputs);
 }
 
 void derive_columns(std::vector<ResultRow>& rows, const Derivation& inputs) {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "case_runner.hpp"
+#include "interference.hpp"
 #include "progress.hpp"
 #include "results_model.hpp"
 #include "phasebench/stats.hpp"
@@ -107,9 +108,9 @@ ResultRow checked_row(const LiveCase& live, const RunOptions& options) {
   return row;
 }
 
-SampleRow sample_row(const Case& c, int rep, double ms, double cpu_ms) {
-  return {c.workload->name(), to_string(c.size), c.ladder->backend, c.device, c.phase_name, rep, ms,
-          c.workload->suite(), cpu_ms};
+SampleRow sample_row(const Case& c, int rep, const TimedRepetition& timed) {
+  return {c.workload->name(), to_string(c.size), c.ladder->backend, c.device, c.phase_name, rep, timed.wall_ms,
+          c.workload->suite(), timed.cpu_ms, timed.others_cores};
 }
 
 // ---- the worker's stages -------------------------------------------------------------------------
@@ -326,8 +327,7 @@ void RunInProgress::time_all() {
   };
   callbacks.finished = [&](const TimedRepetition& timed_repetition) {
     const Repetition& repetition = timed_repetition.repetition;
-    recorder_.repetition(sample_row(cases_[repetition.case_index].spec, repetition.rep, timed_repetition.wall_ms,
-                                    timed_repetition.cpu_ms),
+    recorder_.repetition(sample_row(cases_[repetition.case_index].spec, repetition.rep, timed_repetition),
                          timed_repetition.benchmark_entry);
   };
   callbacks.failed = [&](size_t case_index) { fail(case_index); };
@@ -378,10 +378,23 @@ std::vector<Case> run_cases(const RunOptions& options) {
   return cases;
 }
 
+namespace {
+
+// Runs one stage of the worker and records how busy the rest of the machine was meanwhile.
+template <typename Stage>
+void measuring_other_work(RunRecorder& recorder, const std::string& name, Stage stage) {
+  const interference::CpuClock before = interference::read_cpu_clock();
+  stage();
+  const interference::OtherWork others = interference::other_work_between(before, interference::read_cpu_clock());
+  recorder.other_work(name, others.seconds, others.cores, others.steal_cores);
+}
+
+}  // namespace
+
 void execute_run(const RunOptions& options, const RunRecord& previous, RunRecorder& recorder, const RunHooks& hooks) {
   RunInProgress run(options, previous, recorder, hooks);
-  run.check_all();
-  run.time_all();
+  measuring_other_work(recorder, "checking", [&] { run.check_all(); });
+  measuring_other_work(recorder, "timing", [&] { run.time_all(); });
 }  // the variants die here; backends finalize once, at process exit
 
 AssembledRun assemble_run(const std::vector<Case>& cases, const RunRecord& record, const RunOptions& options) {

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -19,9 +20,11 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "claims_view.hpp"
+#include "interference.hpp"
 #include "fault_injection.hpp"
 #include "phasebench/errors.hpp"
 #include "phasebench/files.hpp"
@@ -133,6 +136,70 @@ std::vector<std::shared_ptr<const Workload>> measured_workloads(const std::vecto
 // How a run ended, for machine.json: nullopt when complete, else why it stopped.
 using Ending = std::optional<std::string>;
 
+// ---- the machine's state while the run ran ---------------------------------------------------------
+
+// Read when the command starts: the whole run's other work is measured from here (interference.hpp).
+struct RunStart {
+  interference::CpuClock clock;
+  nlohmann::json load_average;
+};
+RunStart& run_start() {
+  static RunStart start;
+  return start;
+}
+
+// The stages the workers recorded, each summed over the workers that ran it (a restarted worker
+// checks and times what is left): seconds, and other work's cores averaged over those seconds.
+nlohmann::json stages_of(const std::vector<nlohmann::json>& recorded) {
+  std::map<std::string, std::array<double, 3>> sums;  // seconds, core-seconds of others, of steal
+  for (const nlohmann::json& stage : recorded) {
+    auto& sum = sums[stage.value("stage", "")];
+    const double seconds = stage.value("seconds", 0.0);
+    sum[0] += seconds;
+    if (stage["others_cores"].is_number()) sum[1] += seconds * stage["others_cores"].get<double>();
+    if (stage["steal_cores"].is_number()) sum[2] += seconds * stage["steal_cores"].get<double>();
+  }
+  nlohmann::json stages = nlohmann::json::object();
+  for (const auto& [name, sum] : sums)
+    stages[name] = {{"seconds", sum[0]},
+                    {"others_cores", sum[0] > 0 ? sum[1] / sum[0] : 0.0},
+                    {"steal_cores", sum[0] > 0 ? sum[2] / sum[0] : 0.0}};
+  return stages;
+}
+
+// machine.json's "machine_state": how busy the machine was with other work while the run ran.
+nlohmann::json machine_state(const detail::RunRecord& record, const std::vector<ResultRow>& rows) {
+  const interference::OtherWork whole =
+      interference::other_work_between(run_start().clock, interference::read_cpu_clock());
+  const nlohmann::json stages = stages_of(record.other_work);
+  const auto cores_of = [](double value) { return std::isnan(value) ? nlohmann::json() : nlohmann::json(value); };
+  const double timing_others = stages.contains("timing") ? stages["timing"]["others_cores"].get<double>() : 0.0;
+  size_t disturbed = 0;
+  for (const ResultRow& row : rows) disturbed += row.disturbed.empty() ? 0 : 1;
+  return {{"load_average_start", run_start().load_average},
+          {"load_average_end", interference::load_average()},
+          {"whole_run", {{"seconds", whole.seconds},
+                         {"others_cores", cores_of(whole.cores)},
+                         {"steal_cores", cores_of(whole.steal_cores)}}},
+          {"stages", stages},
+          {"cores_to_itself", timing_others < interference::kContentionCores && disturbed == 0},
+          {"disturbed_rows", disturbed}};
+}
+
+// After the summary: the rows other work disturbed, and what to do about it.
+void warn_of_disturbed_rows(const std::vector<ResultRow>& rows) {
+  std::vector<const ResultRow*> disturbed;
+  for (const ResultRow& row : rows)
+    if (!row.disturbed.empty()) disturbed.push_back(&row);
+  if (disturbed.empty()) return;
+  std::cout << "\nwarning: other work on the machine disturbed " << disturbed.size()
+            << (disturbed.size() == 1 ? " row" : " rows") << " (column `disturbed`; compare, the gate and the "
+            << "history do not judge their times):\n";
+  for (const ResultRow* row : disturbed) std::cout << "  " << results::row_name(*row) << ": " << row->disturbed << "\n";
+  std::cout << "  measure them again on a quieter machine, or with fewer threads than cores (--threads 1), or "
+               "with OMP_WAIT_POLICY=passive (threads that wait sleep instead of spinning)\n";
+}
+
 nlohmann::json run_machine(const RunOptions& options, const detail::RunRecord& record, const Ending& ending,
                            const detail::AssembledRun& run, const fs::path& directory) {
   nlohmann::json machine = collect_machine_metadata({options.threads});
@@ -177,12 +244,17 @@ int write_run(const fs::path& directory, bool replacing, const fs::path& record_
                           detail::benchmark_json(run.benchmark_entries), {}};
   if (ending) files.resume_record = record_dir;
   const results::IndexedSamples samples = results::index_samples(files.samples, files.rows, "the run's samples");
-  results::derive_columns(files.rows, {&samples.wall, &files.catalog, ceilings});
+  results::Derivation derivation{&samples.wall, &files.catalog, ceilings};
+  derivation.others_cores = &samples.others_cores;
+  derivation.cores = files.machine["cpu"].value("logical_cores", 0);
+  results::derive_columns(files.rows, derivation);
+  files.machine["machine_state"] = machine_state(record, files.rows);
   const fs::path target = replacing ? fs::path(directory.string() + ".resumed-" + std::to_string(getpid())) : directory;
   results::write_run_directory(target, files);
   if (replacing) replace_directory(directory, target);
   print_summary(files.rows);
   print_claims_view(std::cout, files.rows, files.catalog);
+  warn_of_disturbed_rows(files.rows);
   std::cout << "\nresults: " << directory.string() << "\n";  // a line of its own: ci/main.sh reads it
   if (ending)
     std::cout << "incomplete: " << *ending << "; " << run.cases_done << " of " << run.cases_planned
@@ -302,6 +374,7 @@ void make_parent_directory(const fs::path& directory) {
 }  // namespace
 
 int run(RunCommand command) {
+  run_start() = {interference::read_cpu_clock(), interference::load_average()};
   if (!command.worker_dir.empty()) {
     work(command.worker_dir, true);
     return 0;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -21,6 +22,7 @@ constexpr const char* kPlan = "plan.json";
 constexpr const char* kErrors = "errors.tsv";
 constexpr const char* kCeilings = "ceilings.json";
 constexpr const char* kArguments = "arguments.json";
+constexpr const char* kOtherWork = "other_work.jsonl";
 
 // One write(2) with O_APPEND: a line is on disk whole or, if the worker dies inside the call, cut
 // short at the end of the file, where the reader drops it.
@@ -109,6 +111,10 @@ RunRecord read_run_record(const fs::path& directory) {
   }
   record.ceilings = read_json(directory / kCeilings);
   if (auto arguments = read_json(directory / kArguments)) record.arguments = std::move(*arguments);
+  for (const std::string& line : lines_of(directory / kOtherWork)) {
+    const nlohmann::json stage = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (stage.is_object() && stage.contains("stage")) record.other_work.push_back(stage);
+  }
   return record;
 }
 
@@ -140,6 +146,16 @@ void RunRecorder::error(const std::string& row_name, const std::string& reason) 
 
 void RunRecorder::ceilings(const nlohmann::json& ceilings) {
   write_file_atomically(directory_ / kCeilings, ceilings.dump(1) + "\n");
+}
+
+void RunRecorder::other_work(const std::string& stage, double seconds, double cores, double steal_cores) {
+  const auto number = [](double value) { return std::isnan(value) ? nlohmann::json() : nlohmann::json(value); };
+  append(directory_ / kOtherWork, nlohmann::json{{"stage", stage},
+                                                 {"seconds", seconds},
+                                                 {"others_cores", number(cores)},
+                                                 {"steal_cores", number(steal_cores)}}
+                                          .dump() +
+                                      "\n");
 }
 
 void RunRecorder::arguments(const nlohmann::json& arguments) {

@@ -13,6 +13,8 @@
 //                     crash, a time-out, a throw while timed), whatever the other files say of them
 //   ceilings.json     the roofline ceilings the run uses
 //   arguments.json    the run's options and id, for the worker and for --resume
+//   other_work.jsonl  per stage a worker finished (checking, timing): how long it took and the
+//                     cores other work on the machine used meanwhile (interference.hpp)
 //
 // Rows, plan and errors are keyed by row name (Case::row_name(), with the phase's index); samples
 // by results::row_key(), as samples.csv rows carry no index.
@@ -44,6 +46,7 @@ struct RunRecord {
   std::map<std::string, std::string> errors;                // by row name: the reason
   std::optional<nlohmann::json> ceilings;
   nlohmann::json arguments;                                  // null when not recorded
+  std::vector<nlohmann::json> other_work;                    // other_work.jsonl's lines, in order
 
   /// The samples of a row, by its row key (none: empty).
   const std::vector<SampleRow>& samples_of(const ResultRow& row) const;
@@ -64,6 +67,8 @@ class RunRecorder {
   void error(const std::string& row_name, const std::string& reason);
   void ceilings(const nlohmann::json& ceilings);
   void arguments(const nlohmann::json& arguments);
+  /// A stage's length and the other work meanwhile, in cores (NaN: not measured).
+  void other_work(const std::string& stage, double seconds, double cores, double steal_cores);
 
  private:
   std::filesystem::path directory_;

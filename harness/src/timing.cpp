@@ -9,6 +9,8 @@
 #include <random>
 #include <sstream>
 
+#include "interference.hpp"
+
 namespace pb::detail {
 namespace {
 
@@ -84,10 +86,12 @@ std::optional<TimedRepetition> run_repetition(LiveCase& live, const CaseTiming& 
       ->MeasureProcessCPUTime()
       ->Unit(benchmark::kMillisecond);
   RepetitionReporter reporter;
+  const interference::CpuClock before = interference::read_cpu_clock();
   benchmark::RunSpecifiedBenchmarks(&reporter);
+  const interference::OtherWork others = interference::other_work_between(before, interference::read_cpu_clock());
   benchmark::ClearRegisteredBenchmarks();
   if (!reporter.reported_ || !reporter.error_.empty() || live.status != Status::Ok) return std::nullopt;
-  TimedRepetition timed{repetition, reporter.wall_ms_, reporter.cpu_ms_, std::move(reporter.entry_)};
+  TimedRepetition timed{repetition, reporter.wall_ms_, reporter.cpu_ms_, std::move(reporter.entry_), others.cores};
   name_as_repetition(timed.benchmark_entry, live.spec.row_name(), repetition.case_index, repetition.rep, timing.reps);
   return timed;
 }

@@ -82,6 +82,7 @@ struct TimedRepetition {
   Repetition repetition;
   double wall_ms = 0, cpu_ms = 0;
   nlohmann::json benchmark_entry;
+  double others_cores = 0;  // other work on the machine meanwhile, in cores (interference.hpp)
 };
 
 /// Runs `schedule`. `starting` is called before each repetition (for the journal and progress),

@@ -49,6 +49,9 @@ struct ResultRow {
   // Bytes held after each step of an iteration (pb::counters::end_step), relative to its start,
   // as "m0;m1;..."; empty when the variant marks no steps.
   std::string step_memory_bytes;
+  // Added column: why the row's repetitions were disturbed by other work on the machine (empty:
+  // they were not); such a row is no measurement to compare (interference.hpp).
+  std::string disturbed;
 };
 
 struct SampleRow {
@@ -60,6 +63,9 @@ struct SampleRow {
   // files written before it was recorded). Unlike `ms` it does not grow while other work on the
   // machine holds the CPU, which is what `compare --metric cpu` relies on.
   double cpu_ms = kMissing;
+  // Added column: the cores' worth of CPU that other work on the machine used during the
+  // repetition (harness/src/interference.hpp; kMissing where not measured).
+  double others_cores = kMissing;
 };
 
 /// What the readers accept in a row's naming columns: one of the sizes; a backend of this

@@ -1,0 +1,137 @@
+#include "interference.hpp"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <limits>
+#include <numeric>
+#include <sstream>
+
+namespace pb::interference {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double ticks_per_second() {
+  static const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  return ticks > 0 ? ticks : 100;
+}
+
+// /proc/stat's first line: "cpu  user nice system idle iowait irq softirq steal guest guest_nice".
+// Guest time is already inside user and nice; idle and iowait are not busy.
+bool read_machine_times(double& busy_s, double& steal_s) {
+  std::ifstream in("/proc/stat");
+  std::string label;
+  double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  if (!(in >> label >> user >> nice >> system >> idle >> iowait >> irq >> softirq) || label != "cpu") return false;
+  in >> steal;  // absent on old kernels: 0
+  busy_s = (user + nice + system + irq + softirq + steal) / ticks_per_second();
+  steal_s = steal / ticks_per_second();
+  return true;
+}
+
+// utime and stime (fields 14 and 15) of /proc/self/stat, at the same clock as /proc/stat. The
+// command name (field 2) may hold spaces: the fields are counted after its closing parenthesis.
+bool read_own_times(double& own_s) {
+  std::ifstream in("/proc/self/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return false;
+  std::istringstream fields(text.substr(close + 1));
+  std::string field;
+  double utime = 0, stime = 0;
+  for (int index = 3; index <= 15 && fields >> field; ++index) {
+    if (index == 14) utime = std::atof(field.c_str());
+    if (index == 15) stime = std::atof(field.c_str());
+  }
+  if (!fields) return false;
+  own_s = (utime + stime) / ticks_per_second();
+  return true;
+}
+
+double seconds(const timeval& time) { return static_cast<double>(time.tv_sec) + time.tv_usec / 1e6; }
+
+}  // namespace
+
+CpuClock read_cpu_clock() {
+  CpuClock clock;
+  clock.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  rusage children{};
+  getrusage(RUSAGE_CHILDREN, &children);
+  clock.children_s = seconds(children.ru_utime) + seconds(children.ru_stime);
+  clock.readable = read_machine_times(clock.machine_busy_s, clock.steal_s) && read_own_times(clock.own_s);
+  return clock;
+}
+
+OtherWork other_work_between(const CpuClock& before, const CpuClock& after) {
+  OtherWork work;
+  work.seconds = after.wall_s - before.wall_s;
+  if (!before.readable || !after.readable || work.seconds <= 0) {
+    work.cores = work.steal_cores = kNaN;
+    return work;
+  }
+  const double mine = (after.own_s - before.own_s) + (after.children_s - before.children_s);
+  const double others = (after.machine_busy_s - before.machine_busy_s) - mine;
+  work.cores = std::max(0.0, others) / work.seconds;
+  work.steal_cores = std::max(0.0, after.steal_s - before.steal_s) / work.seconds;
+  return work;
+}
+
+nlohmann::json load_average() {
+  std::ifstream in("/proc/loadavg");
+  double one = kNaN, five = kNaN, fifteen = kNaN;
+  if (!(in >> one >> five >> fifteen)) return nullptr;
+  return {{"1min", one}, {"5min", five}, {"15min", fifteen}};
+}
+
+namespace {
+
+std::string format(double value, int precision = 2) {
+  std::ostringstream text;
+  text << std::setprecision(precision) << value;
+  return text.str();
+}
+
+// "other work used 1.4 cores of 2 while the row ran on 2 threads"; empty without contention.
+std::string contention(const std::vector<double>& others_cores, int threads, int cores) {
+  std::vector<double> measured;
+  for (double value : others_cores)
+    if (!std::isnan(value)) measured.push_back(value);
+  if (measured.empty() || cores <= 0) return {};
+  const double mean = std::accumulate(measured.begin(), measured.end(), 0.0) / static_cast<double>(measured.size());
+  const double spare = std::max(0, cores - std::max(1, threads));
+  if (mean - spare < kContentionCores) return {};
+  return "other work used " + format(mean) + " cores of " + std::to_string(cores) + " while it ran on " +
+         std::to_string(std::max(1, threads)) + (threads > 1 ? " threads" : " thread");
+}
+
+// "repetitions in two clusters: 3 near 0.015 ms, 7 near 68 ms"; empty when there are not two.
+std::string clusters(std::vector<double> wall_ms) {
+  std::sort(wall_ms.begin(), wall_ms.end());
+  const size_t n = wall_ms.size(), fewest = std::max<size_t>(1, n / 5);
+  if (n < 2) return {};
+  for (size_t split = fewest; split + fewest <= n; ++split) {
+    const double below = wall_ms[split - 1], above = wall_ms[split];
+    if (below <= 0 || above / below < kClusterJump) continue;
+    return "repetitions in two clusters: " + std::to_string(split) + " near " + format(wall_ms[(split - 1) / 2], 3) +
+           " ms, " + std::to_string(n - split) + " near " + format(wall_ms[split + (n - split - 1) / 2], 3) + " ms";
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string disturbance(const std::vector<double>& wall_ms, const std::vector<double>& others_cores, int threads,
+                        int cores) {
+  const std::string busy = contention(others_cores, threads, cores);
+  const std::string split = clusters(wall_ms);
+  if (busy.empty()) return split;
+  return split.empty() ? busy : busy + "; " + split;
+}
+
+}  // namespace pb::interference
