@@ -1,7 +1,8 @@
 // The roofline: the share-of-roofline formula, the cache-aware bandwidth ceiling, the ceilings'
 // JSON, and end to end through `run`: the probe measures memory, every cache level and the peak
 // once and caches them per machine, a cached file is what every row is measured against, and
-// machine.json records it.
+// machine.json records it. GPU devices: their own ceilings' JSON and cache, and which ceilings each
+// row is measured against (a GPU row never against the CPU's).
 
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 #include "phasebench/machine.hpp"
 #include "phasebench/results.hpp"
 #include "process.hpp"
+#include "results_model.hpp"
 #include "roofline.hpp"
 
 namespace pb {
@@ -270,6 +272,203 @@ TEST(RooflineRun, TheFmaKernelIsTheFallbackAndACorruptCacheIsMeasuredOver) {
   EXPECT_NE(third_output.find("roofline: measuring"), std::string::npos) << third_output;
   EXPECT_EQ(read_json(file)["format"], roofline::kCeilingsFormat);
   for (const fs::path& dir : {first, second, third, cache}) fs::remove_all(dir);
+}
+
+// ---- GPU devices ---------------------------------------------------------------------------------
+
+// An H200-like GPU: 4000 GB/s memory, 50 MiB of L2 at 10000 GB/s, 60 TFLOP/s fp32, 900 TFLOP/s bf16.
+DeviceCeilings gpu_ceilings() {
+  DeviceCeilings gpu;
+  gpu.device = {"NVIDIA Test GPU", "NVIDIA Test GPU GPU-0001", "test_probe_v1", ""};
+  gpu.bandwidth_gb_per_s = 4000;
+  gpu.l2_bytes = 50 * 1024 * 1024.0;
+  gpu.l2_gb_per_s = 10000;
+  gpu.fp32_peak_gflop_per_s = 60000;
+  gpu.bf16_peak_gflop_per_s = 900000;
+  gpu.bandwidth_method = gpu.fp32_method = gpu.bf16_method = "test";
+  return gpu;
+}
+
+// The CPU of the H200 machine (211 GB/s) with its GPU measured, and a second GPU device without.
+roofline::Ceilings machine_with_gpu() {
+  roofline::Ceilings machine = ceilings(211, 3000);
+  machine.devices["cuda"] = gpu_ceilings();
+  machine.devices_without_ceilings["cuda:1"] = "cudaGetDeviceProperties: invalid device ordinal";
+  return machine;
+}
+
+TEST(RooflineDevices, GpuCeilingsRoundTripAndRejectionsNameTheKey) {
+  const nlohmann::json json = roofline::to_json(gpu_ceilings());
+  EXPECT_EQ(json["format"], roofline::kDeviceCeilingsFormat);
+  const DeviceCeilings back = roofline::device_ceilings_from_json(json);
+  EXPECT_EQ(back.device.identity, "NVIDIA Test GPU GPU-0001");
+  EXPECT_EQ(back.device.probe_method, "test_probe_v1");
+  EXPECT_DOUBLE_EQ(back.bandwidth_gb_per_s, 4000);
+  EXPECT_DOUBLE_EQ(back.l2_gb_per_s, 10000);
+  EXPECT_DOUBLE_EQ(back.bf16_peak_gflop_per_s, 900000);
+  // An unmeasured bf16 peak is absent, and reads back as not measured.
+  DeviceCeilings without_bf16 = gpu_ceilings();
+  without_bf16.bf16_peak_gflop_per_s = kMissing;
+  const nlohmann::json partial = roofline::to_json(without_bf16);
+  EXPECT_FALSE(partial.contains("bf16_peak_gflop_per_s"));
+  EXPECT_TRUE(std::isnan(roofline::device_ceilings_from_json(partial).bf16_peak_gflop_per_s));
+  nlohmann::json no_bandwidth = json;
+  no_bandwidth.erase("bandwidth_gb_per_s");
+  try {
+    roofline::device_ceilings_from_json(no_bandwidth);
+    ADD_FAILURE() << "read ceilings without a bandwidth";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("bandwidth_gb_per_s"), std::string::npos) << error.what();
+  }
+  nlohmann::json text_peak = json;
+  text_peak["bf16_peak_gflop_per_s"] = "fast";
+  EXPECT_THROW(roofline::device_ceilings_from_json(text_peak), InputError);
+}
+
+TEST(RooflineDevices, MachineJsonKeepsTheGpusAndAnOldRunStillReads) {
+  const roofline::Ceilings back = roofline::from_json(roofline::to_json(machine_with_gpu()));
+  ASSERT_EQ(back.devices.count("cuda"), 1u);
+  EXPECT_DOUBLE_EQ(back.devices.at("cuda").fp32_peak_gflop_per_s, 60000);
+  EXPECT_EQ(back.devices_without_ceilings.at("cuda:1"), "cudaGetDeviceProperties: invalid device ordinal");
+  // The CPU's cache file and an old run's machine.json carry neither key.
+  const nlohmann::json cpu_only = roofline::to_json(ceilings(211, 3000));
+  EXPECT_FALSE(cpu_only.contains("devices"));
+  EXPECT_FALSE(cpu_only.contains("devices_without_ceilings"));
+  EXPECT_TRUE(roofline::from_json(cpu_only).devices.empty());
+  nlohmann::json broken = roofline::to_json(machine_with_gpu());
+  broken["devices"]["cuda"].erase("fp32_peak_gflop_per_s");
+  EXPECT_THROW(roofline::from_json(broken), InputError);
+}
+
+TEST(RooflineDevices, EachDeviceGetsItsOwnCeilings) {
+  const roofline::Ceilings machine = machine_with_gpu();
+  const auto cpu = roofline::ceilings_for_device(machine, "cpu", false);
+  ASSERT_TRUE(cpu);
+  EXPECT_DOUBLE_EQ(cpu->bandwidth_gb_per_s, 211);
+  EXPECT_TRUE(cpu->devices.empty());
+  const auto gpu = roofline::ceilings_for_device(machine, "cuda", false);
+  ASSERT_TRUE(gpu);
+  EXPECT_DOUBLE_EQ(gpu->bandwidth_gb_per_s, 4000);
+  EXPECT_DOUBLE_EQ(gpu->peak_gflop_per_s, 60000);
+  ASSERT_EQ(gpu->caches.size(), 1u);
+  EXPECT_EQ(gpu->caches[0].name, "L2");
+  EXPECT_DOUBLE_EQ(gpu->caches[0].gb_per_s, 10000);
+  EXPECT_DOUBLE_EQ(roofline::ceilings_for_device(machine, "cuda", true)->peak_gflop_per_s, 900000);
+  EXPECT_FALSE(roofline::ceilings_for_device(machine, "cuda:1", false));
+  // A bf16 row on a GPU whose tensor-core peak was not measured has no compute ceiling.
+  roofline::Ceilings no_bf16 = machine;
+  no_bf16.devices["cuda"].bf16_peak_gflop_per_s = kMissing;
+  EXPECT_TRUE(std::isnan(roofline::ceilings_for_device(no_bf16, "cuda", true)->peak_gflop_per_s));
+}
+
+// The H200 run: 300 GB/s on the GPU read as 143% of the CPU's 211 GB/s; against the GPU, 7.5%.
+TEST(RooflineDevices, AGpuRowIsNeverMeasuredAgainstTheCpu) {
+  std::vector<ResultRow> rows(3);
+  for (ResultRow& row : rows) row.gb_per_s = 300, row.median_ms = 4 * kGiB / 300e9 * 1e3;  // 4 GiB per iteration
+  rows[0].device = "cpu", rows[1].device = "cuda", rows[2].device = "cuda:1";
+  roofline::add_roofline_pct(rows, machine_with_gpu());
+  EXPECT_NEAR(rows[0].roofline_pct, 300.0 / 211 * 100, 1e-9);
+  // 4 GiB: 2 GiB of data, of which the L2 holds 50 MiB: a little above memory bandwidth.
+  const double gpu_bandwidth = roofline::attainable_bandwidth(2 * kGiB, *roofline::ceilings_for_device(machine_with_gpu(), "cuda", false));
+  EXPECT_GT(gpu_bandwidth, 4000);
+  EXPECT_LT(gpu_bandwidth, 4000 * 1.02);
+  EXPECT_NEAR(rows[1].roofline_pct, 300.0 / gpu_bandwidth * 100, 1e-9);
+  EXPECT_LT(rows[1].roofline_pct, 100);
+  EXPECT_TRUE(std::isnan(rows[2].roofline_pct));  // no ceilings of its own: none, not the CPU's
+}
+
+// derive_columns, as `run` and `merge --pool` call it: per device, and the bf16 peak for a phase
+// that computes in bf16 (and every later phase that keeps it).
+TEST(RooflineDevices, DerivedColumnsUseTheDevicesCeilingsAndTheBf16PeakForBf16Phases) {
+  catalog::WorkloadEntry entry;
+  entry.name = "spinlock/cnn_rollout";
+  entry.phases = {PhaseInfo(0, "eager", "-"), PhaseInfo(1, "mixed_precision", "-", false, 1, 2, {Capability::Bf16}),
+                  PhaseInfo(2, "batching", "-", false)};
+  entry.sizes["small"].work = {6e9, 0};  // 6 GFLOP per iteration, no declared bytes
+  catalog::Catalog catalog;
+  catalog.saved = true;
+  catalog.workloads[entry.name] = entry;
+  std::vector<ResultRow> rows;
+  results::SampleIndex samples;
+  for (const auto& [device, phase] : std::vector<std::pair<std::string, int>>{{"cpu", 0}, {"cuda", 0}, {"cuda", 1}, {"cuda", 2}}) {
+    ResultRow row;
+    row.suite = "spinlock", row.workload = "cnn_rollout", row.size = "small", row.backend = "torch";
+    row.device = device, row.phase_index = phase, row.phase = entry.phases[phase].name;
+    rows.push_back(row);
+    samples[results::row_key(row)] = {1.0, 1.0, 1.0};  // 1 ms: 6000 GFLOP/s
+  }
+  results::derive_columns(rows, {&samples, &catalog, machine_with_gpu()});
+  EXPECT_DOUBLE_EQ(rows[0].roofline_pct, 200);                  // the CPU's 3000 GFLOP/s
+  EXPECT_DOUBLE_EQ(rows[1].roofline_pct, 10);                   // fp32: 60000
+  EXPECT_NEAR(rows[2].roofline_pct, 6000.0 / 900000 * 100, 1e-9);  // bf16: 900000
+  EXPECT_NEAR(rows[3].roofline_pct, 6000.0 / 900000 * 100, 1e-9);  // still bf16 after it
+}
+
+TEST(RooflineDevices, AnOldRunsGpuRowsGetNoCeilings) {
+  results::RunData run;
+  run.machine = {{"roofline", roofline::to_json(ceilings(211, 3000))},
+                 {"backends",
+                  {{"cuda", {{"devices", {{{"name", "cuda"}, {"gpu", true}}}}}},
+                   {"kokkos", {{"devices", {{{"name", "cpu"}, {"gpu", false}}}}}}}}};
+  const std::optional<roofline::Ceilings> read = run.ceilings();
+  ASSERT_TRUE(read);
+  EXPECT_EQ(read->devices_without_ceilings.count("cuda"), 1u);
+  EXPECT_EQ(read->devices_without_ceilings.count("cpu"), 0u);
+  EXPECT_FALSE(roofline::ceilings_for_device(*read, "cuda", false));
+  EXPECT_TRUE(roofline::ceilings_for_device(*read, "cpu", false));
+}
+
+// A stand-in for a GPU backend (there is no GPU here): fixed ceilings for its device "gpu",
+// counting how often it was asked to measure, so the cache's behaviour can be seen.
+class FixedProbeBackend final : public Backend {
+ public:
+  int measurements = 0;
+  bool fails = false;
+  std::string name() const override { return "fixedprobe"; }
+  std::vector<DeviceInfo> devices() const override { return {{"cpu", false, "", ""}, {"gpu", true, "", ""}}; }
+  nlohmann::json metadata() const override { return nlohmann::json::object(); }
+  DeviceIdentity device_ceilings_identity(const std::string& device) const override {
+    if (device != "gpu") return Backend::device_ceilings_identity(device);
+    return gpu_ceilings().device;
+  }
+  DeviceProbe measure_device_ceilings(const std::string&) override {
+    ++measurements;
+    if (fails) return {std::nullopt, "cudaMalloc: out of memory (cudaErrorMemoryAllocation)"};
+    return {gpu_ceilings(), ""};
+  }
+};
+
+TEST(RooflineDevices, TheGpuProbeRunsOncePerPhysicalDeviceThenItsCacheIsRead) {
+  const fs::path cache = fresh_temp_path("gpu-cache");
+  ::setenv("PHASEBENCH_CACHE_DIR", cache.c_str(), 1);
+  auto backend = std::make_shared<FixedProbeBackend>();
+  std::ostringstream log;
+  const fs::path file = roofline::device_cache_file(gpu_ceilings().device);
+  EXPECT_EQ(file.parent_path(), cache);
+  EXPECT_EQ(file.filename(), "roofline-gpu-NVIDIA_Test_GPU_GPU-0001-test_probe_v1.json");
+  roofline::Ceilings first = ceilings(211, 3000);
+  roofline::add_device_ceilings(first, {backend}, log);
+  EXPECT_EQ(backend->measurements, 1);
+  ASSERT_EQ(first.devices.count("gpu"), 1u);
+  EXPECT_EQ(first.devices.at("gpu").source, "measured");
+  EXPECT_FALSE(first.devices.at("gpu").measured_at.empty());
+  EXPECT_TRUE(fs::exists(file));
+  EXPECT_EQ(first.devices.count("cpu") + first.devices_without_ceilings.count("cpu"), 0u);  // not a GPU
+  roofline::Ceilings second = ceilings(211, 3000);
+  roofline::add_device_ceilings(second, {backend}, log);
+  EXPECT_EQ(backend->measurements, 1) << log.str();
+  EXPECT_EQ(second.devices.at("gpu").source, "cache " + file.string());
+  EXPECT_DOUBLE_EQ(second.devices.at("gpu").bf16_peak_gflop_per_s, 900000);
+  // A corrupt cache is measured over; a failing probe leaves the GPU without ceilings, with why.
+  std::ofstream(file) << "{ not json";
+  backend->fails = true;
+  roofline::Ceilings third = ceilings(211, 3000);
+  roofline::add_device_ceilings(third, {backend}, log);
+  EXPECT_EQ(backend->measurements, 2);
+  EXPECT_TRUE(third.devices.empty());
+  EXPECT_EQ(third.devices_without_ceilings.at("gpu"), "cudaMalloc: out of memory (cudaErrorMemoryAllocation)");
+  ::unsetenv("PHASEBENCH_CACHE_DIR");
+  fs::remove_all(cache);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include <stdexcept>
 
+#include "device_probe.hpp"
 #include "phasebench/backend.hpp"
 #include "phasebench/counters.hpp"
 
@@ -287,6 +288,17 @@ class CudaBackend final : public Backend {
 
   void synchronize(const std::string&) override {
     if (device_available()) check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  }
+
+  // The GPU's own roofline ceilings (device_probe.hpp): device "cuda" is device 0.
+  DeviceIdentity device_ceilings_identity(const std::string& device) const override {
+    if (device != "cuda") return Backend::device_ceilings_identity(device);
+    return probe::identify_device();
+  }
+
+  DeviceProbe measure_device_ceilings(const std::string& device) override {
+    if (device != "cuda") return Backend::measure_device_ceilings(device);
+    return probe::measure_ceilings();
   }
 
   nlohmann::json metadata() const override {

@@ -478,6 +478,25 @@ std::string step_errors_section(const std::vector<Run>& runs, const Colors& colo
 
 // ---- roofline ------------------------------------------------------------------------------------
 
+// One table row per GPU device of the run: the ceilings its rows' roofline_pct refers to, or why
+// it has none.
+void device_ceiling_rows(Table& table, const Run& run) {
+  for (const auto& [device, gpu] : run.ceilings->devices) {
+    const std::string bf16 = gpu.bf16_peak_gflop_per_s > 0 ? format_number(gpu.bf16_peak_gflop_per_s) + " GFLOP/s" : "none";
+    table.cell(run.letter + " " + device + " (" + gpu.device.gpu + ")")
+        .cell(format_number(gpu.bandwidth_gb_per_s) + " GB/s", "num")
+        .cell(format_number(gpu.fp32_peak_gflop_per_s) + " GFLOP/s", "num")
+        .cell(gpu.fp32_method + "; bf16 phases: " + bf16 + " (" + gpu.bf16_method + ")", "wrap")
+        .cell(gpu.bandwidth_method, "wrap").cell("").cell(gpu.measured_at).cell(gpu.source, "wrap");
+    table.end_row();
+  }
+  for (const auto& [device, why] : run.ceilings->devices_without_ceilings) {
+    table.cell(run.letter + " " + device).cell("no ceilings: " + why + " (its rows have no roofline %)", "wrap")
+        .cell("").cell("").cell("").cell("").cell("").cell("");
+    table.end_row();
+  }
+}
+
 std::string roofline_section(const std::vector<Run>& runs, const Colors& colors) {
   std::vector<std::string> figures;
   Table table({"run", "bandwidth", "fp32 peak", "compute method", "bandwidth method", "threads", "measured", "source"});
@@ -493,13 +512,16 @@ std::string roofline_section(const std::vector<Run>& runs, const Colors& colors)
           .cell(c.bandwidth_method, "wrap").cell(std::to_string(c.threads), "num").cell(c.measured_at).cell(c.source, "wrap");
     }
     table.end_row();
+    if (run.ceilings) device_ceiling_rows(table, run);
   }
   return section("roofline", "Roofline",
                  charts_row(figures) +
                      paragraph("Achieved GFLOP/s of every timed row (declared flops over the median time) against "
                                "its arithmetic intensity (declared flops per declared byte), under the machine's "
                                "measured memory-bandwidth and fp32 compute ceilings. roofline_pct = achieved / "
-                               "min(peak, intensity &times; bandwidth).") +
+                               "min(peak, intensity &times; bandwidth): a CPU row against the host's ceilings, a "
+                               "GPU row against its GPU's own (the rows named by device below; bf16 phases against "
+                               "the bf16 peak), never the host's. The chart draws the host's.") +
                      table.html());
 }
 

@@ -34,6 +34,25 @@ std::string RunData::fingerprint() const {
   return "";
 }
 
+namespace {
+
+// A GPU device of the run's backends (machine.json "backends") that the ceilings do not name gets
+// none: a run from before the GPU probe must not measure its GPU rows against the CPU.
+void no_ceilings_for_unnamed_gpus(roofline::Ceilings& ceilings, const nlohmann::json& machine) {
+  if (!machine.contains("backends") || !machine["backends"].is_object()) return;
+  for (const auto& [backend, entry] : machine["backends"].items()) {
+    if (!entry.is_object() || !entry.contains("devices") || !entry["devices"].is_array()) continue;
+    for (const nlohmann::json& device : entry["devices"]) {
+      if (!device.is_object() || device.value("gpu", false) != true || !device.contains("name")) continue;
+      const std::string name = device["name"].is_string() ? device["name"].get<std::string>() : "";
+      if (name.empty() || ceilings.devices.count(name) || ceilings.devices_without_ceilings.count(name)) continue;
+      ceilings.devices_without_ceilings[name] = "machine.json has no GPU ceilings (a run from before the GPU probe)";
+    }
+  }
+}
+
+}  // namespace
+
 std::optional<roofline::Ceilings> RunData::ceilings(std::string* why_not) const {
   std::string problem;
   if (machine.is_null()) problem = "no machine.json beside the results";
@@ -41,7 +60,9 @@ std::optional<roofline::Ceilings> RunData::ceilings(std::string* why_not) const 
     problem = "machine.json has no \"roofline\" (a run from before the roofline probe)";
   else
     try {
-      return roofline::from_json(machine["roofline"]);
+      roofline::Ceilings ceilings = roofline::from_json(machine["roofline"]);
+      no_ceilings_for_unnamed_gpus(ceilings, machine);
+      return ceilings;
     } catch (const InputError& error) {
       problem = error.what();
     }

@@ -2,6 +2,7 @@
 
 #include "results_model.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "phasebench/backend.hpp"
@@ -109,13 +110,31 @@ void set_speedups(ResultRow& row, const std::vector<ResultRow>& rows, const Samp
                 of(bases.reference), mine);
 }
 
-void set_throughput(ResultRow& row, const WorkEstimate& work, const std::optional<roofline::Ceilings>& ceilings) {
+// Whether the row's phase computes in bf16: an optimization needing bf16 is in effect at its phase
+// on a backend that has bf16. On one that has not, the phase ran in fp32 and the (higher) bf16
+// ceiling only makes its share smaller, never above 100%.
+bool computes_in_bf16(const ResultRow& row, const catalog::Catalog* catalog) {
+  const catalog::WorkloadEntry* entry = catalog ? catalog->find(row.suite, row.workload) : nullptr;
+  if (!entry) return false;
+  const PhasePlan plan = derive_phase_plan(entry->phases, row.phase_index, {Capability::Bf16});
+  for (const PhaseInfo& phase : entry->phases)
+    if (plan.active().count(phase.name) &&
+        std::find(phase.needs.begin(), phase.needs.end(), Capability::Bf16) != phase.needs.end())
+      return true;
+  return false;
+}
+
+void set_throughput(ResultRow& row, const WorkEstimate& work, const Derivation& inputs) {
   const double seconds = row.median_ms / 1e3;
   if (work.bytes > 0) row.gb_per_s = work.bytes / seconds / 1e9;
   if (work.flops > 0) row.gflop_per_s = work.flops / seconds / 1e9;
-  if (ceilings)
-    row.roofline_pct = roofline::percent_of_roofline(row.gflop_per_s, row.gb_per_s,
-                                                     work.bytes > 0 ? work.bytes : kMissing, *ceilings);
+  if (!inputs.ceilings) return;
+  // A GPU row against its GPU's ceilings, never the CPU's; none when its GPU has none.
+  const std::optional<roofline::Ceilings> own =
+      roofline::ceilings_for_device(*inputs.ceilings, row.device, computes_in_bf16(row, inputs.catalog));
+  if (own)
+    row.roofline_pct =
+        roofline::percent_of_roofline(row.gflop_per_s, row.gb_per_s, work.bytes > 0 ? work.bytes : kMissing, *own);
 }
 
 void set_disturbed(ResultRow& row, const std::vector<double>& wall_ms, const Derivation& inputs) {
@@ -138,7 +157,7 @@ void derive_row(std::vector<ResultRow>& rows, size_t index, const Derivation& in
   if (mine == inputs.samples->end() || mine->second.empty()) return;
   set_time_columns(row, mine->second);
   set_speedups(row, rows, *inputs.samples);
-  set_throughput(row, work, inputs.ceilings);
+  set_throughput(row, work, inputs);
   set_disturbed(row, mine->second, inputs);
 }
 

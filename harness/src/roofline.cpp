@@ -75,14 +75,18 @@ Ceilings cached_or_measured(int threads, std::ostream& log) {
   }
   log << "roofline: measuring memory bandwidth and peak fp32 rate (once per machine)...\n";
   ceilings = measure(threads);
+  write_cache(path, to_json(ceilings), summary(ceilings), log);
+  return ceilings;
+}
+
+void write_cache(const fs::path& path, const nlohmann::json& json, const std::string& summary, std::ostream& log) {
   try {
     fs::create_directories(path.parent_path());
-    write_file_atomically(path, to_json(ceilings).dump(2) + "\n");
-    log << "roofline: " << summary(ceilings) << "; cached in " << path.string() << "\n";
+    write_file_atomically(path, json.dump(2) + "\n");
+    log << "roofline: " << summary << "; cached in " << path.string() << "\n";
   } catch (const std::exception& error) {
-    log << "roofline: " << summary(ceilings) << "; not cached (" << error.what() << ")\n";
+    log << "roofline: " << summary << "; not cached (" << error.what() << ")\n";
   }
-  return ceilings;
 }
 
 nlohmann::json to_json(const Ceilings& ceilings) {
@@ -104,6 +108,9 @@ nlohmann::json to_json(const Ceilings& ceilings) {
                          {"measured_at", ceilings.measured_at}};
   if (std::isfinite(ceilings.probe_seconds)) json["probe_seconds"] = ceilings.probe_seconds;  // JSON has no NaN
   if (!ceilings.source.empty()) json["source"] = ceilings.source;
+  // Only in a run's ceilings (machine.json), never in the CPU's cache files.
+  for (const auto& [device, gpu] : ceilings.devices) json["devices"][device] = to_json(gpu);
+  if (!ceilings.devices_without_ceilings.empty()) json["devices_without_ceilings"] = ceilings.devices_without_ceilings;
   return json;
 }
 
@@ -125,6 +132,11 @@ Ceilings from_json(const nlohmann::json& json) {
       for (const nlohmann::json& cache : json.at("caches"))
         ceilings.caches.push_back({cache.at("name").get<std::string>(), cache.at("capacity_bytes").get<double>(),
                                    cache.at("working_set_bytes").get<double>(), cache.at("gb_per_s").get<double>()});
+    if (json.contains("devices"))  // absent before the GPU probe, and on machines without a GPU
+      for (const auto& [device, gpu] : json.at("devices").items())
+        ceilings.devices[device] = device_ceilings_from_json(gpu);
+    if (json.contains("devices_without_ceilings"))
+      ceilings.devices_without_ceilings = json.at("devices_without_ceilings").get<std::map<std::string, std::string>>();
   } catch (const nlohmann::json::exception& error) {
     throw InputError(std::string("roofline ceilings: ") + error.what());
   }
@@ -174,10 +186,40 @@ double percent_of_roofline(double gflop_per_s, double gb_per_s, double bytes_per
   return kMissing;
 }
 
+std::optional<Ceilings> ceilings_for_device(const Ceilings& machine, const std::string& device, bool computes_in_bf16) {
+  if (machine.devices_without_ceilings.count(device)) return std::nullopt;
+  const auto gpu = machine.devices.find(device);
+  if (gpu == machine.devices.end()) {
+    Ceilings cpu = machine;
+    cpu.devices.clear();
+    cpu.devices_without_ceilings.clear();
+    return cpu;
+  }
+  const DeviceCeilings& own = gpu->second;
+  Ceilings ceilings;
+  ceilings.bandwidth_gb_per_s = own.bandwidth_gb_per_s;
+  ceilings.bandwidth_method = own.bandwidth_method;
+  if (own.l2_gb_per_s > 0 && own.l2_bytes > 0)
+    ceilings.caches.push_back({"L2", own.l2_bytes, own.l2_bytes / 2, own.l2_gb_per_s});
+  // A bf16 phase may still do part of its work in fp32: its ceiling is the larger of the two, and
+  // it has none without a measured tensor-core peak (the fp32 one alone could be beaten).
+  ceilings.peak_gflop_per_s = own.fp32_peak_gflop_per_s;
+  ceilings.compute_method = own.fp32_method;
+  if (computes_in_bf16) {
+    ceilings.peak_gflop_per_s = own.bf16_peak_gflop_per_s > 0 ? std::max(own.bf16_peak_gflop_per_s, own.fp32_peak_gflop_per_s) : kMissing;
+    ceilings.compute_method = own.bf16_method;
+  }
+  ceilings.fingerprint = own.device.identity;
+  ceilings.measured_at = own.measured_at;
+  ceilings.source = own.source;
+  return ceilings;
+}
+
 void add_roofline_pct(std::vector<ResultRow>& rows, const Ceilings& ceilings) {
   for (ResultRow& row : rows) {
     const double bytes_per_iteration = row.gb_per_s * 1e9 * row.median_ms / 1e3;  // NaN without bytes
-    row.roofline_pct = percent_of_roofline(row.gflop_per_s, row.gb_per_s, bytes_per_iteration, ceilings);
+    const std::optional<Ceilings> own = ceilings_for_device(ceilings, row.device, false);
+    row.roofline_pct = own ? percent_of_roofline(row.gflop_per_s, row.gb_per_s, bytes_per_iteration, *own) : kMissing;
   }
 }
 

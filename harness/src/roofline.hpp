@@ -6,14 +6,22 @@
 // Compute: fp32, the larger of oneDNN's sgemm (when the oneDNN backend is linked in) and a
 // vectorized FMA kernel. All are measured once per (hardware fingerprint, thread count, method)
 // and cached, because they take a few seconds and do not change between runs on one machine.
+// A GPU has ceilings of its own (phasebench/device_ceilings.hpp, measured by its backend's probe,
+// cached per physical device in roofline_devices.cpp): every row on a GPU device is measured
+// against them, never against the CPU's.
 
 #include <filesystem>
 #include <iosfwd>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "phasebench/backend.hpp"
+#include "phasebench/device_ceilings.hpp"
 #include "phasebench/results.hpp"
 
 namespace pb::roofline {
@@ -38,6 +46,10 @@ struct Ceilings {
   std::string measured_at;  // UTC, ISO 8601
   double probe_seconds = kMissing;
   std::string source;  // "measured" or "cache <path>" (how this process got it; not cached)
+  // The GPU devices of the run, by device name ("cuda"): their own ceilings, or why they have none.
+  // Every GPU device is in one of the two; neither is in a CPU cache file.
+  std::map<std::string, DeviceCeilings> devices;
+  std::map<std::string, std::string> devices_without_ceilings;
 };
 
 /// The compute method measure() will use in this process: "onednn_sgemm" when oneDNN is linked
@@ -56,6 +68,11 @@ std::filesystem::path cache_file(const std::string& fingerprint, int threads, co
 /// A cache that cannot be read is measured over; one that cannot be written is only reported.
 /// Writes one line to `log` saying which it was.
 Ceilings cached_or_measured(int threads, std::ostream& log);
+
+/// Writes a cache file atomically (creating its directory) and one line to `log` naming it with
+/// `summary`; a file that cannot be written is only reported.
+void write_cache(const std::filesystem::path& path, const nlohmann::json& json, const std::string& summary,
+                 std::ostream& log);
 
 /// Ceilings files carry "format": 2 since the cache levels were added; a cache file of an older
 /// format is measured over (its ceilings lack the levels), an old run's machine.json still reads.
@@ -86,8 +103,44 @@ double working_set_lower_bound(double declared_bytes);
 double percent_of_roofline(double gflop_per_s, double gb_per_s, double bytes_per_iteration,
                            const Ceilings& ceilings);
 
+/// The ceilings a row on `device` is measured against: a GPU's own (memory, its L2 as the one cache
+/// level, and the bf16 tensor-core peak when the row computes in bf16, else the fp32 peak; a bf16
+/// row on a GPU without a measured bf16 peak gets no compute ceiling); nullopt for a GPU without
+/// ceilings; the CPU's (`machine` itself, devices dropped) for every other device.
+std::optional<Ceilings> ceilings_for_device(const Ceilings& machine, const std::string& device, bool computes_in_bf16);
+
 /// Sets roofline_pct in every row that has gb_per_s or gflop_per_s (its declared bytes per
-/// iteration are gb_per_s times median_ms).
+/// iteration are gb_per_s times median_ms), against ceilings_for_device(row.device, fp32).
 void add_roofline_pct(std::vector<ResultRow>& rows, const Ceilings& ceilings);
+
+// ---- GPU devices (roofline_devices.cpp) -----------------------------------------------------------
+
+/// GPU ceilings files and machine.json's roofline.devices entries carry "format": 1.
+constexpr int kDeviceCeilingsFormat = 1;
+
+nlohmann::json to_json(const DeviceCeilings& ceilings);
+/// Throws InputError naming the missing or mistyped key.
+DeviceCeilings device_ceilings_from_json(const nlohmann::json& json);
+
+/// roofline-gpu-<identity>-<probe method>.json under cache_directory(), every character of the
+/// identity other than [A-Za-z0-9._-] written as '_': one file per physical GPU and probe.
+std::filesystem::path device_cache_file(const DeviceIdentity& identity);
+
+/// `backend`'s ceilings of `device`: cached for its physical device, else measured (and cached;
+/// a cache that cannot be written is only reported). No ceilings, with why, when the backend has
+/// no probe for the device or the probe fails. One line to `log` saying which.
+DeviceProbe device_ceilings_cached_or_measured(Backend& backend, const std::string& device, std::ostream& log);
+
+/// Every GPU device of `backends` into `ceilings.devices` (the first backend whose probe measures
+/// it: torch's "cuda" and cuda's "cuda" are one physical GPU) or, when none does, into
+/// `ceilings.devices_without_ceilings` with the reason (the device's own unavailability first).
+void add_device_ceilings(Ceilings& ceilings, const std::vector<std::shared_ptr<Backend>>& backends,
+                         std::ostream& log);
+
+/// What `run` records: cached_or_measured(threads), then add_device_ceilings over the registry.
+Ceilings machine_ceilings(int threads, std::ostream& log);
+
+/// UTC now, ISO 8601 ("2026-11-23T10:00:00Z"): when ceilings were measured.
+std::string utc_now();
 
 }  // namespace pb::roofline

@@ -456,6 +456,9 @@ double fma_kernel_gflop_per_s(const FmaKernel& kernel, int threads) {
   return total / 1e9;
 }
 
+
+}  // namespace
+
 std::string utc_now() {
   const std::time_t now = std::time(nullptr);
   std::tm utc{};
@@ -464,8 +467,6 @@ std::string utc_now() {
   std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
   return text;
 }
-
-}  // namespace
 
 std::string compute_method_available() {
   return find_onednn_sgemm() ? "onednn_sgemm" : widest_fma_kernel().name;

@@ -272,8 +272,8 @@ void work(const fs::path& scratch, bool journaled) {
   const detail::RunRecord previous = detail::read_run_record(record_dir);
   const RunOptions options = options_from_json(previous.arguments);
   detail::RunRecorder recorder(record_dir);
-  if (!previous.ceilings)  // measured (or read from the cache) before any variant runs
-    recorder.ceilings(roofline::to_json(roofline::cached_or_measured(options.threads, std::cerr)));
+  if (!previous.ceilings)  // the CPU's and every GPU's, measured (or cached) before any variant runs
+    recorder.ceilings(roofline::to_json(roofline::machine_ceilings(options.threads, std::cerr)));
   std::ofstream journal;
   if (journaled) journal.open(scratch / kJournal, std::ios::app);
   detail::RunHooks hooks;

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "phasebench/device_ceilings.hpp"
 #include "phasebench/phases.hpp"
 
 namespace pb {
@@ -57,6 +58,19 @@ class Backend {
   /// Called around the counted (untimed) iteration only, so timing never pays for them.
   virtual void start_counting() {}
   virtual void stop_counting() {}
+  /// For a GPU device: which physical device it is and which probe measures its roofline ceilings
+  /// (cheap, no side effects; the harness caches ceilings under this). `why_not` set when this
+  /// backend measures none for `device` (the default) or cannot (no device: the runtime's reason).
+  virtual DeviceIdentity device_ceilings_identity(const std::string& device) const {
+    DeviceIdentity none;
+    none.why_not = "the " + name() + " backend has no probe for device \"" + device + "\"";
+    return none;
+  }
+  /// Measures `device`'s own ceilings now (seconds; blocks). Only called when
+  /// device_ceilings_identity() said it can; never throws: a failure is `why_not`.
+  virtual DeviceProbe measure_device_ceilings(const std::string& device) {
+    return {std::nullopt, device_ceilings_identity(device).why_not};
+  }
 };
 
 struct BackendRegistration {
