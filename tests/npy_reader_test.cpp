@@ -102,6 +102,7 @@ TEST(NpyReader, RefusesEveryMalformedFileSayingWhy) {
       {"Fortran order", npy_file("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }", two_floats), "Fortran order"},
       {"big-endian", npy_file("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", two_floats), "big-endian"},
       {"objects", npy_file("{'descr': '|O', 'fortran_order': False, 'shape': (2,), }", two_floats), "Python objects"},
+      {"complex", npy_file("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", two_floats), "is complex"},
       {"int32", npy_file("{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }", two_floats), "'<i4' is not read"},
       {"structured", npy_file("{'descr': [('x', '<f4')], 'fortran_order': False, 'shape': (2,), }", two_floats), "structured"},
       {"a missing key", npy_file("{'descr': '<f4', 'shape': (2,), }", two_floats), "lacks one of"},

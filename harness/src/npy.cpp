@@ -230,6 +230,9 @@ const StoredType& stored_type(const std::string& descr) {
   if (descr.find('O') != std::string::npos)
     throw InputError("dtype '" + descr + "' holds Python objects, not numbers: save a numeric array "
                      "(np.asarray(x, dtype=np.float32))");
+  if (descr.find('c') != std::string::npos)
+    throw InputError("dtype '" + descr + "' is complex: phasebench stores a complex array as real and imaginary "
+                     "parts along a last axis of 2 (np.stack([z.real, z.imag], axis=-1))");
   throw InputError("dtype '" + descr + "' is not read (phasebench reads float16, float32, float64 and int64)");
 }
 
