@@ -5,7 +5,6 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
-#include <sstream>
 #include <type_traits>
 
 #include "phasebench/errors.hpp"
@@ -306,12 +305,13 @@ NpyArray parse_npy(std::string_view bytes) {
 NpyArray read_npy(const std::filesystem::path& path) {
   std::error_code error;
   if (!std::filesystem::is_regular_file(path, error)) throw InputError(path.string() + " is not a file");
+  const auto size = std::filesystem::file_size(path, error);
+  std::string bytes(error ? 0 : size, '\0');
   std::ifstream in(path, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (!in) throw InputError("cannot read " + path.string());
+  if (error || !in.read(bytes.data(), static_cast<std::streamsize>(bytes.size())))
+    throw InputError("cannot read " + path.string());
   try {
-    return parse_npy(bytes.str());
+    return parse_npy(bytes);
   } catch (const InputError& bad) {
     throw InputError(path.string() + ": " + bad.what());
   }
