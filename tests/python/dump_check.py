@@ -57,8 +57,6 @@ def compare_with_reference(arrays, expected: dict, tolerance: float, what: str, 
     return 0
 
 
-
-
 def write_outputs(dump_dir: str, outputs_dir: str) -> int:
     """Saves every output the dump's manifest names ("tolerances") as outputs_dir/<output>.npy in
     float64; 2 when the check did not compute one of them."""
@@ -78,7 +76,8 @@ def write_outputs(dump_dir: str, outputs_dir: str) -> int:
 def run(main) -> None:
     """Every check's entry point: `check_<workload>_dump.py DUMP_DIR [--write-outputs DIR]`; exits
     with main's status (0 agree, 1 disagree, 2 bad input)."""
-    parser = argparse.ArgumentParser(description=sys.modules["__main__"].__doc__)
+    parser = argparse.ArgumentParser(description=sys.modules["__main__"].__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("dump_dir", help="a directory written by `phasebench dump`")
     parser.add_argument("--write-outputs", metavar="DIR",
                         help="also save the computed outputs as DIR/<output>.npy, for `phasebench check DUMP_DIR DIR`")
