@@ -12,7 +12,7 @@ build_dir=${PHASEBENCH_FUZZ_BUILD_DIR:-build-fuzz}
 seconds=${PHASEBENCH_FUZZ_SECONDS:-30}
 artifacts=${PHASEBENCH_FUZZ_ARTIFACTS:-$build_dir/artifacts}
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(results_csv samples_csv machine_json catalog_json command_line)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(results_csv samples_csv machine_json catalog_json command_line npy)
 
 start=$(date +%s)
 if [ ! -f "$build_dir/CMakeCache.txt" ]; then

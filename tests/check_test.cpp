@@ -30,6 +30,7 @@ TEST(Check, WrongOutputFailsNamingTheOutput) {
   EXPECT_EQ(result.status, Status::Fail);
   EXPECT_NE(result.reason.find("output y"), std::string::npos) << result.reason;
   EXPECT_NEAR(result.worst.max_abs_err, 0.1, 1e-12);
+  EXPECT_EQ(result.worst.max_abs_index, 2u);  // where it is: `check` names the element
 }
 
 TEST(Check, NaNFailsBeforeTheErrorMetric) {

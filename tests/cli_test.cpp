@@ -24,7 +24,7 @@ void expect_usage_error(const std::string& arguments, const std::string& mention
 TEST(Cli, HelpExitsZeroAndListsTheCommands) {
   const auto result = run_phasebench("--help");
   EXPECT_EQ(result.exit_code, 0);
-  for (const char* command : {"list", "run", "verify", "dump"})
+  for (const char* command : {"list", "run", "verify", "dump", "check"})
     EXPECT_NE(result.output.find(command), std::string::npos) << command;
 }
 
@@ -36,6 +36,7 @@ TEST(Cli, ZeroReps) { expect_usage_error("run --reps 0", "--reps"); }
 TEST(Cli, NonNumericThreads) { expect_usage_error("run --threads many", "--threads"); }
 TEST(Cli, UnknownBackend) { expect_usage_error("run --backend tensorflow", "tensorflow"); }
 TEST(Cli, UnknownSuite) { expect_usage_error("list --suite nosuch", "nosuch"); }
+TEST(Cli, CheckWithoutItsDirectories) { expect_usage_error("check", "DUMP_DIR is required"); }
 TEST(Cli, BadRegex) { expect_usage_error("verify --filter '(['", "regular expression"); }
 TEST(Cli, VerifyMatchingNothing) { expect_usage_error("verify --filter nothing-matches-this", "matches no variant"); }
 TEST(Cli, RunMatchingNothing) { expect_usage_error("run --quick --filter nothing-matches-this", "matches no variant"); }

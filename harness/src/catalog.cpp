@@ -107,6 +107,8 @@ PhaseInfo claim_from(const json& value) {
   return claim;
 }
 
+}  // namespace
+
 ordered output_json(const OutputSpec& spec) {
   ordered out = {{"name", spec.name}, {"tolerance", spec.tolerance}, {"reason", spec.tolerance_reason},
               {"per_step", spec.per_step}, {"step_budget", spec.step_budget}};
@@ -122,6 +124,8 @@ OutputSpec output_from(const json& value) {
   spec.step_budget = value.value("step_budget", std::vector<double>{});
   return spec;
 }
+
+namespace {
 
 ordered size_json(const SizeEntry& size) {
   ordered checks = ordered::array();

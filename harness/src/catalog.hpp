@@ -57,6 +57,12 @@ nlohmann::ordered_json to_json(const Catalog& catalog);
 /// Throws InputError naming `source` and what is missing or mistyped.
 Catalog from_json(const nlohmann::json& json, const std::string& source);
 
+/// One output's check as catalog.json writes it (`checks[].outputs[]`); a dump's manifest.json
+/// records its checks the same way.
+nlohmann::ordered_json output_json(const OutputSpec& spec);
+/// The check output_json wrote; throws nlohmann::json::exception on a missing or mistyped key.
+OutputSpec output_from(const nlohmann::json& value);
+
 /// The run directory's catalog.json; an unsaved catalog when there is none. Throws InputError when
 /// the file is there but unreadable.
 Catalog read(const std::filesystem::path& run_directory);

@@ -73,8 +73,13 @@ OutputError measure(const OutputSpec& spec, const HostArray& produced, const Hos
   error.name = spec.name;
   error.tolerance = spec.tolerance;
   error.rel_l2_err = relative_l2_error(produced.values, reference.values);
-  for (size_t i = 0; i < reference.values.size(); ++i)
-    error.max_abs_err = std::max(error.max_abs_err, std::abs(produced.values[i] - reference.values[i]));
+  for (size_t i = 0; i < reference.values.size(); ++i) {
+    const double abs_err = std::abs(produced.values[i] - reference.values[i]);
+    if (abs_err > error.max_abs_err) {
+      error.max_abs_err = abs_err;
+      error.max_abs_index = i;
+    }
+  }
   error.within_tolerance = error.rel_l2_err <= spec.tolerance;
   error.reference = spec.reference_name();
   if (spec.per_step || !spec.step_budget.empty()) error.step_errors = step_errors(produced, reference);

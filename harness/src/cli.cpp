@@ -7,6 +7,7 @@
 #include <iostream>
 #include <thread>
 
+#include "check_command.hpp"
 #include "cli_numbers.hpp"
 #include "commands.hpp"
 #include "phasebench/cli.hpp"
@@ -119,6 +120,13 @@ int run_cli(int argc, char** argv, CliMode mode) {
   add_seed_option(*dump, "--seed", dump_command.seed, "input seed (default 1)");
   dump->add_option("--out", dump_command.out_dir, "directory to create (must not exist)")->required();
 
+  commands::CheckCommand check_command;
+  CLI::App* check = app.add_subcommand(
+      "check", "judge outputs computed elsewhere (one <output>.npy each) against a dump's fp64 reference, as verify does");
+  check->add_option("DUMP_DIR", check_command.dump_dir, "a directory written by `phasebench dump`")->required();
+  check->add_option("OUTPUTS_DIR", check_command.outputs_dir,
+                    "a directory holding one <output>.npy per output the dump's manifest names")->required();
+
   RegressionCommands regression_commands(app);  // compare, merge, baseline
   ReportCommand report_command(app);
   HistoryCommands history_commands(app);
@@ -149,6 +157,7 @@ int run_cli(int argc, char** argv, CliMode mode) {
     if (*run) return commands::run(std::move(run_command));
     if (*verify) return commands::verify(std::move(verify_command), argc, argv);
     if (*dump) return commands::dump(dump_command);
+    if (*check) return commands::check(check_command);
     if (const auto code = regression_commands.run_chosen()) return *code;
     if (const auto code = report_command.run_chosen()) return *code;
     if (const auto code = history_commands.run_chosen()) return *code;

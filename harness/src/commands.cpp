@@ -6,6 +6,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "dump_manifest.hpp"
 #include "phasebench/errors.hpp"
 #include "phasebench/files.hpp"
 #include "phasebench/npy.hpp"
@@ -117,12 +118,12 @@ int dump(const DumpCommand& command) {
                              {"shape", workload->shape(command.size)},
                              {"seed", command.seed},
                              {"phasebench_version", PHASEBENCH_VERSION},
-                             {"arrays", nlohmann::json::array()},
-                             {"tolerances", nlohmann::json::object()}};
+                             {"arrays", nlohmann::json::array()}};
   for (auto& entry : write_arrays(dir.staging_path(), "inputs", inputs)) manifest["arrays"].push_back(entry);
   for (auto& entry : write_arrays(dir.staging_path(), "reference", reference)) manifest["arrays"].push_back(entry);
-  for (const OutputSpec& spec : workload->outputs())
-    manifest["tolerances"][spec.name] = {{"rel_l2", spec.tolerance}, {"reason", spec.tolerance_reason}};
+  const std::vector<OutputSpec> checks = dump_manifest::checks_for(*workload, command.size);
+  manifest["checks"] = dump_manifest::checks_json(checks);
+  manifest["tolerances"] = dump_manifest::tolerances_json(checks);
   write_file_atomically(dir.staging_path() / "manifest.json", manifest.dump(2) + "\n");
   dir.commit();
   std::cout << "wrote " << inputs.size() << " inputs and " << reference.size()

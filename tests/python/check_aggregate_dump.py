@@ -9,11 +9,10 @@
 Exits 0 and prints "agree" when the dumped reference matches to round-off."""
 
 import re
-import sys
 
 import numpy as np
 
-from dump_check import compare_with_reference, load_dump
+from dump_check import compare_with_reference, load_dump, run
 
 
 def lattice(shape_text: str):
@@ -61,4 +60,4 @@ def main(dump_dir: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    run(main)

@@ -4,11 +4,9 @@
     B = where(Z > eps, weights * T / (Z + eps), T);  Lambda = lambda * (B - T)
 Exits 0 and prints "agree" when every dumped reference output matches to round-off."""
 
-import sys
-
 import numpy as np
 
-from dump_check import compare_with_reference, load_dump
+from dump_check import compare_with_reference, load_dump, run
 
 TAU, LAMBDA, EPS = 0.5, 0.3, 1e-12
 
@@ -43,4 +41,4 @@ def main(dump_dir: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    run(main)

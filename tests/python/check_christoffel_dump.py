@@ -7,11 +7,10 @@ Exits 0 and prints "agree" when the dumped reference matches to fp64 round-off (
 differences amplify round-off by ~1/e = 1e4, hence 1e-9)."""
 
 import math
-import sys
 
 import numpy as np
 
-from dump_check import compare_with_reference, load_dump
+from dump_check import compare_with_reference, load_dump, run
 
 E = 1e-4
 erf = np.frompyfunc(math.erf, 1, 1)
@@ -58,4 +57,4 @@ def main(dump_dir: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    run(main)

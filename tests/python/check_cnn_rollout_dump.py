@@ -11,11 +11,10 @@ the C++ reference's per-sample loops. Also recomputes the approximate model of p
 Usage: check_cnn_rollout_dump.py DUMP_DIR"""
 
 import math
-import sys
 
 import numpy as np
 
-from dump_check import compare_with_reference, load_dump
+from dump_check import compare_with_reference, load_dump, run
 
 EPS = 1e-5
 DT = 0.01
@@ -93,4 +92,4 @@ def main(dump_dir: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    run(main)

@@ -10,11 +10,9 @@ seed writes 'bni,mnij,bnj->bnmn', which numpy rejects: n is used twice). Exits 0
 "agree" when both match the dump's fp64 reference to round-off.
 Usage: check_complex_metric_dump.py DUMP_DIR"""
 
-import sys
-
 import numpy as np
 
-from dump_check import compare_with_reference, load_dump
+from dump_check import compare_with_reference, load_dump, run
 
 
 def per_pair(gamma, psi, sign):
@@ -44,4 +42,4 @@ def main(dump_dir: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    run(main)

@@ -8,11 +8,9 @@ its Phase 2) computes them on whole tensors:
     a       = clamp(sigmoid(Linear_2->1([h.mean(-1), x.mean(-1)])), 0, 1)
 Exits 0 and prints "agree" when the dumped reference matches to fp64 round-off."""
 
-import sys
-
 import numpy as np
 
-from dump_check import compare_with_reference, load_dump
+from dump_check import compare_with_reference, load_dump, run
 
 
 def step(p, x, phase, h, e, a):
@@ -42,4 +40,4 @@ def main(dump_dir: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    run(main)

@@ -4,11 +4,9 @@ permuted to channels-first (D, D, Nx, Ny), a 3x3 Laplacian kernel applied to eve
 with a periodic wrap (np.roll, as phasebench defines it), then H = -(hbar^2 / 2m) lap + V T.
 Exits 0 and prints "agree" when H matches the dumped fp64 reference to round-off."""
 
-import sys
-
 import numpy as np
 
-from dump_check import compare_with_reference, load_dump
+from dump_check import compare_with_reference, load_dump, run
 
 HBAR, MASS = 0.1, 1.0
 
@@ -35,4 +33,4 @@ def main(dump_dir: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    run(main)

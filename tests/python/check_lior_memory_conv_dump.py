@@ -5,11 +5,9 @@ the sequence as one product with the Toeplitz matrix T[t, s] = k[t - s] (s <= t)
 out = w0 x + (1 - w0) conv. Exits 0 and prints "agree" when out matches the dumped reference to
 round-off."""
 
-import sys
-
 import numpy as np
 
-from dump_check import compare_with_reference, load_dump
+from dump_check import compare_with_reference, load_dump, run
 
 
 def kernel(p, tau):
@@ -39,4 +37,4 @@ def main(dump_dir: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    run(main)

@@ -4,11 +4,10 @@ per tensor c = p.flatten()[:8] zero-padded, R = clamp(R_net(c), 0.1, 10), p - lr
 Exits 0 and prints "agree" when every updated tensor matches the dumped reference to round-off."""
 
 import math
-import sys
 
 import numpy as np
 
-from dump_check import compare_with_reference, load_dump
+from dump_check import compare_with_reference, load_dump, run
 
 LR, KAPPA = 1e-3, 1.0
 erf = np.frompyfunc(math.erf, 1, 1)
@@ -36,4 +35,4 @@ def main(dump_dir: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    run(main)

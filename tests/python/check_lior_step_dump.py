@@ -3,11 +3,9 @@ independently (vectorized numpy, fp64), the way the original PyTorch code comput
     s = sqrt(clamp(sum(g * v**2, -1), min=0) + eps);  dlior = R * s;  and the three means.
 Exits 0 and prints "agree" when every reference output matches to fp64 round-off."""
 
-import sys
-
 import numpy as np
 
-from dump_check import compare_with_reference, load_dump
+from dump_check import compare_with_reference, load_dump, run
 
 EPS = 1e-8
 
@@ -25,4 +23,4 @@ def main(dump_dir: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    run(main)

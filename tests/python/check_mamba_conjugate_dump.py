@@ -3,11 +3,9 @@ independently, the way Liorhybrid's geometric-Mamba state computes it (clone, th
 components 1..7 negated), in fp64. Exits 0 and prints "agree" when both outputs match the dump's
 fp64 reference exactly. Usage: check_mamba_conjugate_dump.py DUMP_DIR"""
 
-import sys
-
 import numpy as np
 
-from dump_check import compare_with_reference, load_dump
+from dump_check import compare_with_reference, load_dump, run
 
 
 def conjugate(x):
@@ -23,4 +21,4 @@ def main(dump_dir: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    run(main)

@@ -5,11 +5,9 @@ and up projection, then out_proj and the final LayerNorm, in fp64. Exits 0 and p
 when every output matches the dump's fp64 reference to round-off. Usage:
 check_mamba_scan_dump.py DUMP_DIR"""
 
-import sys
-
 import numpy as np
 
-from dump_check import compare_with_reference, load_dump
+from dump_check import compare_with_reference, load_dump, run
 
 
 def layer_norm(v, weight, bias):
@@ -59,4 +57,4 @@ def main(dump_dir: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    run(main)

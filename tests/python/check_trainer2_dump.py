@@ -10,11 +10,9 @@ with the max subtracted, np.roll-free padded stencil, index_add), not the C++ re
 Exits 0 and prints "agree" when every reference output matches to fp64 round-off (1e-10 relative
 L2). Usage: check_trainer2_dump.py DUMP_DIR"""
 
-import sys
-
 import numpy as np
 
-from dump_check import compare_with_reference, load_dump
+from dump_check import compare_with_reference, load_dump, run
 
 # ---- constants: reference/trainer2/trainer2.hpp (n = 8, eps = 1e-8, beta = 5.0, dt = 0.005, ...) ---
 N = 8                 # n, coordinate dim
@@ -210,4 +208,4 @@ def main(dump_dir: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    run(main)

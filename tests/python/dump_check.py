@@ -1,10 +1,16 @@
-"""What the independent checks of `phasebench dump` share: loading a dump through its manifest and
-comparing recomputed outputs with the dumped fp64 reference."""
+"""What the independent checks of `phasebench dump` share: loading a dump through its manifest,
+comparing recomputed outputs with the dumped fp64 reference, and (with --write-outputs DIR) saving
+those outputs as DIR/<output>.npy, the way a user's own code does for `phasebench check`."""
 
+import argparse
 import json
 import pathlib
+import sys
 
 import numpy as np
+
+# Every output a check computed (name -> array), for --write-outputs.
+_computed = {}
 
 
 def load_dump(dump_dir: str):
@@ -36,6 +42,7 @@ def compare_with_reference(arrays, expected: dict, tolerance: float, what: str, 
     A NaN error fails."""
     looser = looser or {}
     worst = 0.0
+    _computed.update(expected)
     for name, value in expected.items():
         bound, reason = looser.get(name, (tolerance, None))
         error = relative_error(arrays[("reference", name)], value)
@@ -48,3 +55,34 @@ def compare_with_reference(arrays, expected: dict, tolerance: float, what: str, 
         worst = max(worst, error)
     print(f"all {len(expected)} outputs of {what} agree with numpy (worst relative error {worst:.2e})")
     return 0
+
+
+def write_outputs(dump_dir: str, outputs_dir: str) -> int:
+    """Saves every output the dump's manifest names ("tolerances") as outputs_dir/<output>.npy in
+    float64; 2 when the check did not compute one of them."""
+    manifest = json.loads((pathlib.Path(dump_dir) / "manifest.json").read_text())
+    missing = [name for name in manifest["tolerances"] if name not in _computed]
+    if missing:
+        print(f"--write-outputs: this check does not compute {', '.join(missing)}")
+        return 2
+    target = pathlib.Path(outputs_dir)
+    target.mkdir(parents=True, exist_ok=True)
+    for name in manifest["tolerances"]:
+        np.save(target / f"{name}.npy", np.asarray(_computed[name], dtype=np.float64))
+    print(f"wrote {len(manifest['tolerances'])} outputs to {outputs_dir}")
+    return 0
+
+
+def run(main) -> None:
+    """Every check's entry point: `check_<workload>_dump.py DUMP_DIR [--write-outputs DIR]`; exits
+    with main's status (0 agree, 1 disagree, 2 bad input)."""
+    parser = argparse.ArgumentParser(description=sys.modules["__main__"].__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("dump_dir", help="a directory written by `phasebench dump`")
+    parser.add_argument("--write-outputs", metavar="DIR",
+                        help="also save the computed outputs as DIR/<output>.npy, for `phasebench check DUMP_DIR DIR`")
+    arguments = parser.parse_args()
+    status = main(arguments.dump_dir)
+    if status == 0 and arguments.write_outputs:
+        status = write_outputs(arguments.dump_dir, arguments.write_outputs)
+    sys.exit(status)

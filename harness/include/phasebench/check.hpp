@@ -22,6 +22,7 @@ struct OutputError {
   std::string name;
   double rel_l2_err = 0;
   double max_abs_err = 0;
+  size_t max_abs_index = 0;          // where max_abs_err is: the flat (row-major) element index
   double tolerance = 0;
   bool within_tolerance = false;
   std::string reference;             // the reference array compared with
