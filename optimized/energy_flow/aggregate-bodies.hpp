@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "reference/energy_flow/aggregate.hpp"
 
@@ -39,6 +40,26 @@ PB_HOST_DEVICE inline float omega_body(int64_t i, const FlowPointers& flows) {
   return ref::flow_weight(flows.energy[i], flows.z[i], static_cast<float>(flows.steps[i]));
 }
 
+/// The precision of the softmax weights: fp32, or bf16 as the original's default configuration
+/// computes them since a commit after seed 004 (collection_use_mixed_precision).
+enum class WeightPrecision { Fp32, Bf16 };
+
+/// v rounded to the nearest bfloat16 (ties to even), widened back to float: what v.to(bfloat16)
+/// keeps of it. No NaN or infinity reaches it here (omega <= 60, weights in [0, 1]).
+PB_HOST_DEVICE inline float bf16_rounded(float v) {
+  uint32_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+  memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+/// omega in the weights' precision: torch.softmax of a bf16 tensor reads bf16 values.
+PB_HOST_DEVICE inline float omega_in(WeightPrecision precision, int64_t i, const FlowPointers& flows) {
+  const float omega = omega_body(i, flows);
+  return precision == WeightPrecision::Bf16 ? bf16_rounded(omega) : omega;
+}
+
 /// Sorts one cell's members ascending (insertion sort: segments hold a few flows).
 PB_HOST_DEVICE inline void sort_segment_body(int64_t* members, int64_t count) {
   for (int64_t i = 1; i < count; ++i) {
@@ -50,20 +71,25 @@ PB_HOST_DEVICE inline void sort_segment_body(int64_t* members, int64_t count) {
 }
 
 /// out[cell]: the softmax of omega over the cell's members (max, exp, sum + 1e-12), weighted sum of
-/// their energies, in member order; 0 for an empty cell.
-PB_HOST_DEVICE inline float segment_softmax_body(const int64_t* members, int64_t count, const FlowPointers& flows) {
+/// their energies, in member order; 0 for an empty cell. With Bf16 weights, as torch.softmax
+/// computes a bf16 tensor: omega read as bf16, max, exp and sum in fp32, each weight rounded to bf16;
+/// the weighted sum of the fp32 energies stays fp32.
+PB_HOST_DEVICE inline float segment_softmax_body(const int64_t* members, int64_t count, const FlowPointers& flows,
+                                                 WeightPrecision precision = WeightPrecision::Fp32) {
   if (count == 0) return 0.f;
-  float largest = omega_body(members[0], flows);
+  float largest = omega_in(precision, members[0], flows);
   for (int64_t k = 1; k < count; ++k) {
-    const float omega = omega_body(members[k], flows);
+    const float omega = omega_in(precision, members[k], flows);
     largest = omega > largest ? omega : largest;
   }
   float total = 0.f;
-  for (int64_t k = 0; k < count; ++k) total += expf(omega_body(members[k], flows) - largest);
+  for (int64_t k = 0; k < count; ++k) total += expf(omega_in(precision, members[k], flows) - largest);
   const float denominator = total + static_cast<float>(ref::kSoftmaxSumEpsilon);
   float out = 0.f;
-  for (int64_t k = 0; k < count; ++k)
-    out += expf(omega_body(members[k], flows) - largest) / denominator * flows.energy[members[k]];
+  for (int64_t k = 0; k < count; ++k) {
+    const float weight = expf(omega_in(precision, members[k], flows) - largest) / denominator;
+    out += (precision == WeightPrecision::Bf16 ? bf16_rounded(weight) : weight) * flows.energy[members[k]];
+  }
   return out;
 }
 

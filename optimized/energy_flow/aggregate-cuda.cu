@@ -7,7 +7,8 @@
 // and grouped on the host in flow order; per group as before. segment_softmax: CSR groups with
 // integer atomics for the counts and slots, cub's exclusive scan for the offsets, each segment
 // sorted by flow index and reduced by its own thread: no host read, no floating-point atomics, the
-// same bits on every run. Without a usable device support() reports SKIPPED. Compiled by nvcc
+// same bits on every run. bf16_weights (approximate): segment_softmax with the bodies'
+// WeightPrecision::Bf16 (omega and each weight rounded to bf16). Without a usable device support() reports SKIPPED. Compiled by nvcc
 // here, never run on a device.
 
 #include <cub/device/device_scan.cuh>
@@ -45,13 +46,13 @@ __global__ void slot_kernel(const int64_t* cell_of, int64_t n, const unsigned lo
   members[offsets[cell] + atomicAdd(&cursor[cell], 1ull)] = i;
 }
 __global__ void segment_softmax_kernel(body::FlowPointers flows, const unsigned long long* offsets, int64_t cells,
-                                       int64_t* members, float* out) {
+                                       int64_t* members, body::WeightPrecision weights, float* out) {
   const int64_t c = global_index();
   if (c >= cells) return;
   int64_t* segment = members + offsets[c];
   const auto count = static_cast<int64_t>(offsets[c + 1] - offsets[c]);
   body::sort_segment_body(segment, count);
-  out[c] = body::segment_softmax_body(segment, count, flows);
+  out[c] = body::segment_softmax_body(segment, count, flows, weights);
 }
 __global__ void group_kernel(body::FlowPointers flows, const int64_t* members, int64_t count, int64_t cell, float* out) {
   if (global_index() == 0) out[cell] = body::segment_softmax_body(members, count, flows);
@@ -67,7 +68,8 @@ DeviceBuffer<T> upload(const std::vector<T>& values) {
 class AggregateCuda final : public Variant {
  public:
   explicit AggregateCuda(const VariantContext& context)
-      : context_(context), masks_(context.has(ef::kMaskCollection)), segment_softmax_(context.has(ef::kSegmentSoftmax)) {}
+      : context_(context), masks_(context.has(ef::kMaskCollection)), segment_softmax_(context.has(ef::kSegmentSoftmax)),
+        weights_(context.has(ef::kBf16Weights) ? body::WeightPrecision::Bf16 : body::WeightPrecision::Fp32) {}
 
   std::optional<CannotRun> support() const override { return variant_support(context_); }
 
@@ -164,11 +166,12 @@ class AggregateCuda final : public Variant {
     launch(slot_kernel, one_thread_per_row(n), "slot_kernel", cell_of.data(), n, offsets.data(), cursor.data(),
            members.data());
     launch(segment_softmax_kernel, one_thread_per_row(cells), "segment_softmax_kernel", pointers(), offsets.data(),
-           cells, members.data(), out_.data());
+           cells, members.data(), weights_, out_.data());
   }
 
   VariantContext context_;
   bool masks_, segment_softmax_;
+  body::WeightPrecision weights_;  // bf16_weights: Bf16
   ref::Lattice lattice_;
   ref::Flows<float> host_;
   DeviceBuffer<int64_t> batch_, steps_;
@@ -178,7 +181,7 @@ class AggregateCuda final : public Variant {
 };
 
 const VariantRegistration registration{
-    ef::kWorkload, "cuda", {ef::kBaseline, ef::kMaskCollection, ef::kSegmentSoftmax},
+    ef::kWorkload, "cuda", {ef::kBaseline, ef::kMaskCollection, ef::kSegmentSoftmax, ef::kBf16Weights},
     [](const VariantContext& context) { return std::make_unique<AggregateCuda>(context); }};
 
 }  // namespace

@@ -12,6 +12,8 @@
 // index, and one kernel over the cells, each reducing its own segment in flow order. Race-free
 // under any parallel execution space, and deterministic: integer atomics give the same counts
 // whatever their order, and the sort undoes the order the slots were taken in.
+// bf16_weights (approximate): segment_softmax with the weights in bf16 (WeightPrecision::Bf16 of
+// the bodies: omega and each weight rounded to bf16, Kokkos 3.4 having no bf16 type).
 
 #include <limits>
 #include <unordered_map>
@@ -51,7 +53,8 @@ class AggregateKokkos final : public Variant {
   explicit AggregateKokkos(const VariantContext& context)
       : legacy_(context.has(ef::kLegacyXyGrouping)),
         masks_(context.has(ef::kMaskCollection)),
-        segment_softmax_(context.has(ef::kSegmentSoftmax)) {}
+        segment_softmax_(context.has(ef::kSegmentSoftmax)),
+        weights_(context.has(ef::kBf16Weights) ? body::WeightPrecision::Bf16 : body::WeightPrecision::Fp32) {}
 
   void setup(const ArrayMap& inputs) override {
     lattice_ = ef::lattice_of(inputs);
@@ -178,16 +181,18 @@ class AggregateKokkos final : public Variant {
           if (cell >= 0) members(offsets(cell) + Kokkos::atomic_fetch_add(&cursor(cell), int64_t{1})) = i;
         });
     const Floats out = out_;
+    const body::WeightPrecision weights = weights_;
     Kokkos::parallel_for(
         "energy_flow/segment_softmax", RangePolicy(0, cells), KOKKOS_LAMBDA(int64_t c) {
           int64_t* segment = members.data() + offsets(c);
           const int64_t count = offsets(c + 1) - offsets(c);
           body::sort_segment_body(segment, count);
-          out(c) = body::segment_softmax_body(segment, count, p);
+          out(c) = body::segment_softmax_body(segment, count, p, weights);
         });
   }
 
   bool legacy_, masks_, segment_softmax_;
+  body::WeightPrecision weights_;  // bf16_weights: Bf16
   ref::Lattice lattice_;
   ref::Flows<float> host_;  // the flow objects' host attributes (flags, batch) for the loop version
   Indices batch_, steps_;
@@ -197,7 +202,7 @@ class AggregateKokkos final : public Variant {
 };
 
 const VariantRegistration registration{
-    ef::kWorkload, "kokkos", {ef::kBaseline, ef::kMaskCollection, ef::kSegmentSoftmax, ef::kLegacyXyGrouping},
+    ef::kWorkload, "kokkos", {ef::kBaseline, ef::kMaskCollection, ef::kSegmentSoftmax, ef::kLegacyXyGrouping, ef::kBf16Weights},
     [](const VariantContext& context) { return std::make_unique<AggregateKokkos>(context); }};
 
 }  // namespace

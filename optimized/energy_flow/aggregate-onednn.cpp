@@ -28,7 +28,7 @@ class AggregateOnednn final : public pb::Variant {
 };
 
 const pb::VariantRegistration registration{
-    ef::kWorkload, "onednn", {ef::kBaseline, ef::kMaskCollection, ef::kSegmentSoftmax},
+    ef::kWorkload, "onednn", {ef::kBaseline, ef::kMaskCollection, ef::kSegmentSoftmax, ef::kBf16Weights},
     [](const pb::VariantContext&) { return std::make_unique<AggregateOnednn>(); }};
 
 }  // namespace

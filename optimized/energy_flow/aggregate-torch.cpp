@@ -12,6 +12,11 @@
 // must send to the host before anything after it can be queued: every flow keeps its place, the
 // ones not completed are routed to a spare cell B H W that is dropped at the end, and each cell's
 // weighted sum is divided by its softmax sum once instead of every flow's weight.
+// bf16_weights (approximate, the original's default since a commit after the seed): the softmax as
+// torch.softmax computes a bf16 tensor, omega read as bf16, max, exp and sum in fp32, each weight
+// rounded to bf16, the weighted sum in fp32; on no_compaction it needs each flow's weight, so each
+// flow's e is divided by its cell's sum again.
+// Keys: Tensor::round rounds half to even, as the original's torch.round (ref::lattice_index too).
 // segment_softmax: no host read at all: scatter_reduce(amax) for each group's max, exp, an
 // index_add for each group's sum (+ 1e-12), and one index_add of w E into out. On the CPU
 // index_add_ adds in index order (deterministic, tests/energy_flow_test.cpp checks two runs are
@@ -57,7 +62,8 @@ class AggregateTorch final : public Variant {
         legacy_(context.has(ef::kLegacyXyGrouping)),
         masks_(context.has(ef::kMaskCollection)),
         segment_softmax_(context.has(ef::kSegmentSoftmax)),
-        no_compaction_(context.has(ef::kNoCompaction)) {}
+        no_compaction_(context.has(ef::kNoCompaction)),
+        bf16_weights_(context.has(ef::kBf16Weights)) {}
 
   std::optional<CannotRun> support() const override { return cannot_run_on(device_); }
 
@@ -185,12 +191,13 @@ class AggregateTorch final : public Variant {
     const torch::Tensor energy = energy_.index_select(0, completed);
     const torch::Tensor distance = distance_to_surface(position_.index_select(0, completed).select(1, 2));
     const torch::Tensor steps = steps_.index_select(0, completed).to(energy.scalar_type());
-    const torch::Tensor omega = energy.abs() * (1.0 / (1.0 + distance)) * (1.0 + steps * ref::kStepsWeight);
+    const torch::Tensor omega =
+        in_weight_precision(energy.abs() * (1.0 / (1.0 + distance)) * (1.0 + steps * ref::kStepsWeight));
     const torch::Tensor zeros = torch::zeros({lattice_.cells()}, energy.options());
     const torch::Tensor group_max = zeros.scatter_reduce(0, cells, omega, "amax", /*include_self=*/false);
     const torch::Tensor e = (omega - group_max.index_select(0, cells)).exp();
     const torch::Tensor group_sum = zeros.index_add(0, cells, e);
-    const torch::Tensor weights = e / (group_sum.index_select(0, cells) + ref::kSoftmaxSumEpsilon);
+    const torch::Tensor weights = in_weight_precision(e / (group_sum.index_select(0, cells) + ref::kSoftmaxSumEpsilon));
     return zeros.index_add(0, cells, weights * energy).view({lattice_.batch, lattice_.plane()});
   }
 
@@ -198,24 +205,38 @@ class AggregateTorch final : public Variant {
   torch::Tensor spare_cell_aggregate() const {
     const torch::Tensor completed = active_.logical_not() & projected_;
     const torch::Tensor cells = torch::where(completed, output_cells(position_, batch_), torch::full_like(batch_, lattice_.cells()));
-    const torch::Tensor omega = energy_.abs() * (1.0 / (1.0 + distance_to_surface(position_.select(1, 2)))) *
-                                (1.0 + steps_.to(energy_.scalar_type()) * ref::kStepsWeight);
+    const torch::Tensor omega = in_weight_precision(energy_.abs() * (1.0 / (1.0 + distance_to_surface(position_.select(1, 2)))) *
+                                                   (1.0 + steps_.to(energy_.scalar_type()) * ref::kStepsWeight));
     const torch::Tensor zeros = torch::zeros({lattice_.cells() + 1}, energy_.options());
     const torch::Tensor group_max = zeros.scatter_reduce(0, cells, omega, "amax", /*include_self=*/false);
     const torch::Tensor e = (omega - group_max.index_select(0, cells)).exp();
-    const torch::Tensor group_sum = zeros.index_add(0, cells, e), weighted = zeros.index_add(0, cells, e * energy_);
-    return (weighted / (group_sum + ref::kSoftmaxSumEpsilon)).slice(0, 0, lattice_.cells()).view({lattice_.batch, lattice_.plane()});
+    const torch::Tensor group_sum = zeros.index_add(0, cells, e);
+    torch::Tensor out;
+    if (bf16_weights_) {  // each flow's weight, rounded
+      const torch::Tensor weights = in_weight_precision(e / (group_sum.index_select(0, cells) + ref::kSoftmaxSumEpsilon));
+      out = zeros.index_add(0, cells, weights * energy_);
+    } else {
+      out = zeros.index_add(0, cells, e * energy_) / (group_sum + ref::kSoftmaxSumEpsilon);
+    }
+    return out.slice(0, 0, lattice_.cells()).view({lattice_.batch, lattice_.plane()});
+  }
+
+  /// `values` as the softmax reads or writes them: rounded to bf16 (and widened back) with
+  /// bf16_weights, unchanged otherwise.
+  torch::Tensor in_weight_precision(const torch::Tensor& values) const {
+    return bf16_weights_ ? values.to(torch::kBFloat16).to(values.scalar_type()) : values;
   }
 
   std::string device_;
-  bool legacy_, masks_, segment_softmax_, no_compaction_;
+  bool legacy_, masks_, segment_softmax_, no_compaction_, bf16_weights_;
   ref::Lattice lattice_;
   torch::Tensor batch_, steps_, active_, projected_, position_, energy_, out_;
   std::vector<FlowObject> objects_;
 };
 
 const VariantRegistration registration{
-    ef::kWorkload, "torch", {ef::kBaseline, ef::kMaskCollection, ef::kSegmentSoftmax, ef::kNoCompaction, ef::kLegacyXyGrouping},
+    ef::kWorkload, "torch", {ef::kBaseline, ef::kMaskCollection, ef::kSegmentSoftmax, ef::kNoCompaction, ef::kLegacyXyGrouping,
+                                  ef::kBf16Weights},
     [](const VariantContext& context) { return std::make_unique<AggregateTorch>(context); }};
 
 }  // namespace

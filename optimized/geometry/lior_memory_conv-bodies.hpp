@@ -22,9 +22,9 @@ PB_HOST_DEVICE inline void raw_tap_body(int64_t t, const float* params, float* t
   taps[t] = ref::kernel_value(params, float(t + 1));
 }
 
-/// taps[t] /= |sum| (sum reduced on the device).
+/// taps[t] /= |sum| + 1e-8 (sum reduced on the device).
 PB_HOST_DEVICE inline void normalize_tap_body(int64_t t, const float* sum, float* taps) {
-  taps[t] /= (*sum < 0 ? -*sum : *sum);
+  taps[t] /= (*sum < 0 ? -*sum : *sum) + float(ref::kTapsSumEpsilon);
 }
 
 /// The direct form: one (b, t) row of C channels (row = b N + t), reference/'s direct_row.

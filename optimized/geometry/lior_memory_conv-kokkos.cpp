@@ -2,7 +2,8 @@
 // reference/geometry/lior_memory_conv.hpp; per-element bodies: lior_memory_conv-bodies.hpp;
 // catalog: suites/geometry/lior_memory_conv.cpp.
 //
-//   k_t = K(t+1)/|sum K|;  out = w0 x + (1 - w0) causal_conv(k, x) along N, per channel
+//   k_t = K(t+1)/(|sum K| + 1e-8);  out = w0 x + (1 - w0) causal_conv(k, x) along N, per channel,
+//   w0 = softmax(wl)[0] (an input)
 //
 // host_taps: the parameters copied to the host (one counted sync), the taps built there and
 // copied back. device_taps: one kernel for K(t+1), a reduction into a device View (no host

@@ -1,7 +1,8 @@
 // geometry/lior_memory_conv on oneDNN (CPU engine). Math: reference/geometry/lior_memory_conv.hpp;
 // catalog: suites/geometry/lior_memory_conv.cpp.
 //
-//   k_t = K(t+1)/|sum K|;  out = w0 x + (1 - w0) causal_conv(k, x) along N, per channel
+//   k_t = K(t+1)/(|sum K| + 1e-8);  out = w0 x + (1 - w0) causal_conv(k, x) along N, per channel,
+//   w0 = softmax(wl)[0] (an input)
 //
 // host_taps, as the original: the parameters read to the host (read_floats_to_host: one counted
 // sync), the taps built there and laid out as the lower-triangular Toeplitz operand

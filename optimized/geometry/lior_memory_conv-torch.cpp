@@ -1,7 +1,8 @@
 // geometry/lior_memory_conv on LibTorch, devices cpu and cuda. Math:
 // reference/geometry/lior_memory_conv.hpp; catalog: suites/geometry/lior_memory_conv.cpp.
 //
-//   k_t = K(t+1)/|sum K|;  out = w0 x + (1 - w0) causal_conv(k, x) along N, per channel
+//   k_t = K(t+1)/(|sum K| + 1e-8);  out = w0 x + (1 - w0) causal_conv(k, x) along N, per channel,
+//   w0 = softmax(wl)[0] (an input)
 //
 // The direct form (host_taps, device_taps) is the causal convolution as one batched product with
 // the lower-triangular Toeplitz matrix T[t,s] = k[t-s] (a GEMM, the fastest O(N^2) form LibTorch
@@ -79,7 +80,7 @@ class LiorMemoryConvTorch final : public Variant {
         p(ref::kEta) * torch::cos(p(ref::kOmega) * tau + p(ref::kPhi)) * clamped_exp(-p(ref::kZeta) * tau);
     const torch::Tensor K = torch::clamp(w[0] * exponential + w[1] * power_law + w[2] * oscillation,
                                          -ref::kKernelBound, ref::kKernelBound);
-    return K / K.sum().abs();
+    return K / (K.sum().abs() + ref::kTapsSumEpsilon);
   }
 
   /// conv[b] = T x[b], T[t,s] = k[t-s] (s <= t): u = (k reversed, N-1 zeros); the Hankel view

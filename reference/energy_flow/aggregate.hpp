@@ -7,6 +7,7 @@
 //   lattice W x H x D, batch B; flow f: batch b, normalised position (x, y, z), energy E, steps,
 //   active and projected flags; completed = !active && projected
 //   ix = clamp(round((x + 1) / 2 (W - 1)), 0, W - 1), iy likewise with H;  s = iy W + ix
+//     round: half to even, as the original's torch.round (x = -0.75, W = 5: 0.5 -> cell 0, not 1)
 //   dist = min(|z - z0|, |z - zD|), z0 = -1 and zD = +1 the normalised z of layers 0 and D
 //   omega = |E| / (1 + dist) (1 + 0.1 steps)
 //   for each group g of completed flows with the same key (b, s):
@@ -51,17 +52,27 @@ struct Flows {
 PB_HOST_DEVICE inline bool is_completed(bool active, bool projected) { return !active && projected; }
 
 // The per-flow bodies below also run in CUDA kernels: no std::min/max (host-only constexpr there),
-// and round and abs go through double, where both are exact, so every Scalar gets the same bits.
+// and rounding and abs go through double, where both are exact, so every Scalar gets the same bits.
 template <typename Scalar>
 PB_HOST_DEVICE inline Scalar smaller(Scalar a, Scalar b) { return b < a ? b : a; }
 template <typename Scalar>
 PB_HOST_DEVICE inline Scalar absolute(Scalar v) { return static_cast<Scalar>(::fabs(static_cast<double>(v))); }
 
+/// v rounded to the nearest integer, a tie to the even one: torch.round's rule, with which the
+/// original quantizes positions (::round sends ties away from zero). Written out rather than
+/// ::nearbyint so that it holds whatever the floating-point environment's rounding mode; v - floor(v)
+/// is exact.
+PB_HOST_DEVICE inline double round_half_to_even(double v) {
+  const double below = ::floor(v), fraction = v - below;
+  if (fraction != 0.5) return fraction < 0.5 ? below : below + 1;
+  return ::fmod(below, 2.0) == 0 ? below : below + 1;
+}
+
 /// The lattice index of a normalised coordinate along an axis of `extent` points.
 template <typename Scalar>
 PB_HOST_DEVICE inline int64_t lattice_index(Scalar normalised, int extent) {
   const Scalar last = Scalar(extent - 1);
-  const Scalar scaled = static_cast<Scalar>(::round(static_cast<double>((normalised + Scalar(1)) * Scalar(0.5) * last)));
+  const Scalar scaled = static_cast<Scalar>(round_half_to_even(static_cast<double>((normalised + Scalar(1)) * Scalar(0.5) * last)));
   return static_cast<int64_t>(smaller(scaled < Scalar(0) ? Scalar(0) : scaled, last));
 }
 

@@ -8,12 +8,14 @@
 //                            eta cos(omega tau + phi) e^{-zeta tau} ]
 //            tau clamped to >= 0.1, every exponent argument (-beta tau, -xi tau, -zeta tau) to
 //            [-20, 20], K to [-100, 100]
-//   taps    k_t = K(t + 1) / |sum_{t'<N} K(t' + 1)|                  t = 0 .. N-1
+//   taps    k_t = K(t + 1) / (|sum_{t'<N} K(t' + 1)| + 1e-8)         t = 0 .. N-1
 //   conv[b,t,c] = sum_{s<=t} k_{t-s} x[b,s,c]                        (causal, per channel)
-//   out[b,t,c]  = w0 x[b,t,c] + (1 - w0) conv[b,t,c]                 w0 = 0.5
+//   out[b,t,c]  = w0 x[b,t,c] + (1 - w0) conv[b,t,c]                 w0 = softmax(wl)[0]
 //
 // The kernel's parameters are one array p[13] = (wl0, wl1, wl2, alpha, beta, gamma, delta, xi,
-// eta, omega, phi, zeta, w0) in that order (kParam* below).
+// eta, omega, phi, zeta, w0) in that order (kParam* below). w0 is the original's blend weight,
+// softmax(weight_logits)[0] of the same kernel: an input of its own here, whose default is that
+// softmax of wl's defaults (1, 0, 0), e / (e + 2) = 0.5761 (suites/geometry/lior_memory_conv.hpp).
 
 #include <cmath>
 #include <cstdint>
@@ -27,6 +29,13 @@ enum KernelParam : int {
   kWl0, kWl1, kWl2, kAlpha, kBeta, kGamma, kDelta, kXi, kEta, kOmega, kPhi, kZeta, kW0, kParams
 };
 constexpr double kTauMin = 0.1, kExponentBound = 20, kKernelBound = 100;
+constexpr double kTapsSumEpsilon = 1e-8;  // the original's |sum K| + 1e-8 (no division by 0)
+
+/// 1 / (|sum| + 1e-8): the factor that normalizes the taps.
+template <typename Scalar>
+PB_HOST_DEVICE inline Scalar taps_scale(Scalar sum) {
+  return Scalar(1) / ((sum < 0 ? -sum : sum) + Scalar(kTapsSumEpsilon));
+}
 
 template <typename Scalar>
 PB_HOST_DEVICE inline Scalar clamp_to(Scalar v, Scalar low, Scalar high) {
@@ -52,7 +61,7 @@ PB_HOST_DEVICE inline Scalar kernel_value(const Scalar* p, Scalar tau) {
   return clamp_to(k, Scalar(-kKernelBound), Scalar(kKernelBound));
 }
 
-/// The N taps k_t = K(t+1) / |sum K|. The sum runs from the tail: past t ~ 20 every K is the
+/// The N taps k_t = K(t+1) / (|sum K| + 1e-8). The sum runs from the tail: past t ~ 20 every K is the
 /// clamped floor (~1e-9), which vanishes when added to a running sum of ~0.5 in fp32 (ulp 6e-8):
 /// summed head first, N = 4096 taps lose 5e-6 of the sum (measured), tail first they keep it.
 template <typename Scalar>
@@ -60,7 +69,7 @@ void taps(const Scalar* p, int64_t n, Scalar* k) {
   for (int64_t t = 0; t < n; ++t) k[t] = kernel_value(p, Scalar(t + 1));
   Scalar sum = 0;
   for (int64_t t = n - 1; t >= 0; --t) sum += k[t];
-  const Scalar scale = Scalar(1) / (sum < 0 ? -sum : sum);
+  const Scalar scale = taps_scale(sum);
   for (int64_t t = 0; t < n; ++t) k[t] *= scale;
 }
 

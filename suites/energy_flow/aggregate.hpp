@@ -31,6 +31,8 @@ inline constexpr const char* kBaseline = "baseline";                 // per-flow
 inline constexpr const char* kMaskCollection = "mask_collection";    // completed flows and keys by masks
 inline constexpr const char* kSegmentSoftmax = "segment_softmax";    // one segment softmax, one index_add
 inline constexpr const char* kNoCompaction = "no_compaction";        // beyond the seed: no nonzero, a spare cell
+// Approximate: the original's default since a commit after the seed, softmax weights in bf16.
+inline constexpr const char* kBf16Weights = "bf16_weights";
 // Not an optimization: the original's bug, declared as such (PhaseInfo::known_bug), must be CAUGHT.
 inline constexpr const char* kLegacyXyGrouping = "legacy_xy_grouping";
 

@@ -19,7 +19,8 @@ class LiorMemoryConv final : public Workload {
   std::string suite() const override { return "geometry"; }
   std::string name() const override { return "lior_memory_conv"; }
   std::string description() const override {
-    return "LIoR memory kernel: taps k_t = K(t+1)/|sum K|, out = w0 x + (1-w0) causal_conv(k, x) along N";
+    return "LIoR memory kernel: taps k_t = K(t+1)/(|sum K|+1e-8), out = w0 x + (1-w0) causal_conv(k, x) along N, "
+           "w0 = softmax(wl)[0]";
   }
   std::string shape(SizeClass size) const override {
     const ConvShape s = conv_shape(size);

@@ -4,6 +4,7 @@
 // reference/geometry/lior_memory_conv.hpp. Definition (catalog, tolerances, work):
 // lior_memory_conv.cpp.
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -39,10 +40,13 @@ inline ConvShape conv_shape(SizeClass size) {
 }
 
 /// The definition's parameter values, in ref::KernelParam order: wl = (1, 0, 0),
-/// alpha = beta = xi = zeta = 1, gamma = eta = e^-1, delta = 0.5, omega = 1, phi = 0, w0 = 0.5.
+/// alpha = beta = xi = zeta = 1, gamma = eta = e^-1, delta = 0.5, omega = 1, phi = 0, and the blend
+/// weight w0 = softmax(wl)[0] = e / (e + 2) = 0.5761, as the original derives it from its logits.
 inline double kernel_parameter(int index) {
   const double inv_e = 0.36787944117144233;
-  const double values[ref::kParams] = {1, 0, 0, 1, 1, inv_e, 0.5, 1, inv_e, 1, 0, 1, 0.5};
+  double values[ref::kParams] = {1, 0, 0, 1, 1, inv_e, 0.5, 1, inv_e, 1, 0, 1, 0};
+  values[ref::kW0] = std::exp(values[ref::kWl0]) /
+                     (std::exp(values[ref::kWl0]) + std::exp(values[ref::kWl1]) + std::exp(values[ref::kWl2]));
   return values[index];
 }
 

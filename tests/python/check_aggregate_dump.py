@@ -2,6 +2,7 @@
 (vectorized numpy, fp64), the way seed 004's tensorized PyTorch version of energy_lattice.py does:
     completed_mask = ~is_active & projected;  completed_indices = where(completed_mask)
     idx_x = (((positions[:, 0] + 1) * 0.5) * (width - 1)).round().clamp(0, width - 1)   (idx_y alike)
+      (torch.round and np.round both send a tie to the even integer; odd seeds have one at the small size)
     surface_idx = idx_y * width + idx_x, keyed with the batch index
     unique_indices, inverse_indices = unique(key, return_inverse=True)
     weights = softmax per group of |E| * 1 / (1 + distance_to_surface) * (1 + steps * 0.1)
