@@ -16,6 +16,7 @@
 #include "optimized/geometry/hamiltonian-cuda.cuh"
 #include "phasebench/backend.hpp"
 #include "phasebench/check.hpp"
+#include "phasebench/results.hpp"
 #include "phasebench/runner.hpp"
 #include "process.hpp"
 #include "reference/geometry/bayesian.hpp"
@@ -130,10 +131,10 @@ ArrayMap bayesian_by_cuda_bodies(const ArrayMap& inputs, const PhasePlan& plan) 
   } else {
     launch_on_host(count, [&](int64_t k) { body::weight(k, f.data(), e.data(), w.data()); });
     const float z = z_by_cuda_bodies(f, e, w.data(), count);
-    if (plan.has(geo::kDeviceBranch) || ref::normalizable(z)) {
+    if (!plan.has(geo::kHostReadBranch) || ref::normalizable(z)) {
       launch_on_host(2 * count, [&](int64_t i) { body::posterior(i, f.data(), w.data(), z, post.data()); });
     } else {
-      post = f;  // the baseline's device copy of F
+      post = f;  // host_read_branch's device copy of F
     }
     launch_on_host(2 * count, [&](int64_t i) { body::update(i, post.data(), f.data(), update.data()); });
   }
@@ -268,6 +269,32 @@ TEST(GeometryFieldEquivalence, ADroppedBranchIsCaughtOnTheFallbackSeed) {
   const detail::LiveCase live = checked<BranchlessBayesian>("geometry/bayesian", true, 3);
   EXPECT_EQ(live.status, Status::Fail);
   EXPECT_NE(live.reason.find("output posterior: rel_l2_err"), std::string::npos) << live.reason;
+}
+
+// ---- bayesian's phases: the original (phase 0) decides on the device; only the extra reads Z ------
+
+// kernels/bayesian.py has used torch.where(Z > eps, B_T, T) since its first commit, and the seed
+// changed only @torch.compile: phase 0 (the original) and 1 (the seed) read nothing back; the
+// host_read_branch extra, which claims nothing, reads Z once.
+TEST(GeometryFieldSyncs, OnlyTheHostReadExtraReadsZ) {
+  const auto workload = find_workload("geometry/bayesian");
+  const std::optional<PhaseInfo> extra = workload->find_phase(2);
+  ASSERT_TRUE(extra.has_value());
+  EXPECT_EQ(extra->name, geo::kHostReadBranch);
+  EXPECT_TRUE(std::isnan(extra->claimed_min)) << "the extra claims nothing for the seed";
+  EXPECT_FALSE(derive_phase_plan(workload->phases(), 2, {}).has(geo::kCompiled));
+  const auto out = fresh_temp_path("geometry-bayesian-syncs");
+  const auto result =
+      testing::run_phasebench("run --quick --reps 1 --size small --filter 'geometry/bayesian/' --out " + out.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  int checked = 0;
+  for (const ResultRow& row : read_results_csv((out / "results.csv").string())) {
+    if (row.status != Status::Ok || row.backend == kReferenceBackend) continue;
+    EXPECT_EQ(row.host_syncs_per_iter, row.phase == geo::kHostReadBranch ? 1 : 0) << row.backend << "/" << row.phase;
+    ++checked;
+  }
+  EXPECT_GE(checked, 9);  // torch, kokkos, onednn: 3 phases each
+  fs::remove_all(out);
 }
 
 }  // namespace

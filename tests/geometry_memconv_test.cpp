@@ -131,9 +131,9 @@ TEST(GeometryMemconvBodies, TheFftLadderComputesTheReference) {
   for (size_t i = 0; i < out.size(); ++i) EXPECT_NEAR(out[i], c.expected[i], 1e-5) << i;
 }
 
-// ---- the seed's claim: host syncs per iteration 1 -> 0 ------------------------------------------
+// ---- host syncs: the original's forward (phase 0) has none; only the host_taps extra reads ------
 
-TEST(GeometryMemconvSyncs, PhaseZeroReadsTheWeightsOnceAndLaterPhasesNever) {
+TEST(GeometryMemconvSyncs, OnlyTheHostTapsExtraReadsTheWeights) {
   const auto out = testing::fresh_temp_path("geometry-memconv-syncs");
   const auto result = testing::run_phasebench("run --quick --reps 1 --size small --filter 'geometry/lior_memory_conv/' --out " +
                                               out.string());

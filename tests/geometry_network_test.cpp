@@ -195,7 +195,7 @@ TEST(GeometryNetworkSyncs, OneHostSyncPerTensorAtPhaseZeroAndNoneAfter) {
 
 // ---- a variant with one wrong line is caught ----------------------------------------------------
 
-enum class Bug { None, InverseInsteadOfInverseSquare, SkipsLastTensor };
+enum class Bug { None, InverseInsteadOfInverseSquare, SkipsLastTensor, SizeAsSumOfOffsets };
 
 // reference<float> out of place, with one thing wrong, selected by `Bug`.
 class BrokenOptimizerStep final : public Variant {
@@ -208,12 +208,14 @@ class BrokenOptimizerStep final : public Variant {
     params_ = geo::flat_floats(inputs, geo::param_name, shapes_.size());
     grads_ = geo::flat_floats(inputs, geo::grad_name, shapes_.size());
     out_.assign(params_.size(), 0.f);
+    params_.resize(params_.size() + ref::kDim, 0.f);  // so that a wrong size reads zeros, not past the end
   }
   void poison_outputs() override { out_.assign(out_.size(), std::numeric_limits<float>::quiet_NaN()); }
   void run() override {
     const size_t tensors = shapes_.size() - (bug_ == Bug::SkipsLastTensor ? 1 : 0);
     for (size_t j = 0; j < tensors; ++j) {
-      const float R = ref::tensor_resilience(weights_->view(), params_.data() + offsets_[j], offsets_[j + 1] - offsets_[j]);
+      const int64_t size = bug_ == Bug::SizeAsSumOfOffsets ? offsets_[j + 1] + offsets_[j] : offsets_[j + 1] - offsets_[j];
+      const float R = ref::tensor_resilience(weights_->view(), params_.data() + offsets_[j], size);
       const float scale = bug_ == Bug::InverseInsteadOfInverseSquare ? float(ref::kLearningRate) / R : ref::step_scale(R);
       for (int64_t i = offsets_[j]; i < offsets_[j + 1]; ++i) out_[i] = params_[i] - scale * grads_[i];
     }
@@ -228,10 +230,10 @@ class BrokenOptimizerStep final : public Variant {
   std::vector<float> params_, grads_, out_;
 };
 
-detail::LiveCase checked(Bug bug) {
+detail::LiveCase checked(Bug bug, uint64_t seed = 3) {
   return testing::check_broken_variant(
       geo::kLiorOptimizerStep, [bug](const VariantContext&) { return std::make_unique<BrokenOptimizerStep>(bug); },
-      SizeClass::Small, 3);
+      SizeClass::Small, seed);
 }
 
 TEST(GeometryNetworkCaught, TheUnbrokenControlPasses) { EXPECT_EQ(checked(Bug::None).status, Status::Ok); }
@@ -248,6 +250,38 @@ TEST(GeometryNetworkCaught, AnUnwrittenTensorIsCaughtByThePoison) {
   EXPECT_EQ(live.status, Status::Fail);
   EXPECT_NE(live.reason.find("param.02"), std::string::npos) << live.reason;
   EXPECT_NE(live.reason.find("NaN"), std::string::npos) << live.reason;
+}
+
+// Zero padding of a tensor with fewer than d = 8 values that is not the first (offsets(0) = 0
+// hides a wrong size of the first): even seeds end with a [1] and a [4] tensor, and a size taken
+// as offsets(j + 1) + offsets(j) reads the next tensor's values where zeros belong.
+TEST(GeometryNetworkCaught, AWrongSizeOfATinyTensorIsCaughtOnAnEvenSeed) {
+  const detail::LiveCase live = checked(Bug::SizeAsSumOfOffsets, 2);
+  EXPECT_EQ(live.status, Status::Fail);
+  EXPECT_NE(live.reason.find("param.01"), std::string::npos) << live.reason;
+}
+
+TEST(GeometryNetworkInputs, EvenSeedsEndWithTensorsShorterThanTheLeadingCoordinates) {
+  const auto workload = find_workload(geo::kLiorOptimizerStep);
+  for (SizeClass size : {SizeClass::Small, SizeClass::Default}) {
+    const auto shapes = geo::shapes_of(workload->make_inputs(size, 2));
+    ASSERT_GE(shapes.size(), 3u);
+    EXPECT_LT(geo::numel_of(shapes[shapes.size() - 2]), ref::kDim);
+    EXPECT_LT(geo::numel_of(shapes.back()), ref::kDim);
+    EXPECT_EQ(geo::shapes_of(workload->make_inputs(size, 1)), geo::parameter_shapes(size));
+  }
+}
+
+// ---- the seed's own Christoffel symbols: two known bugs, reported CAUGHT --------------------------
+
+TEST(GeometryNetworkCaught, TheSeedsTwoWrongSymbolsAreReportedCaught) {
+  if (!testing::backend_built("torch")) GTEST_SKIP() << "the torch backend is not built";
+  const auto verified = testing::run_phasebench(
+      "verify --suite geometry --filter 'christoffel/torch/seed_' --size small --seeds 3");
+  EXPECT_EQ(verified.exit_code, 0) << verified.output;
+  for (const char* bug : {geo::kSeedRepeatedTerm, geo::kSeedFollowUpFix})
+    EXPECT_NE(verified.output.find(std::string("caught the known bug ") + bug), std::string::npos) << verified.output;
+  EXPECT_EQ(verified.output.find("lost its teeth"), std::string::npos) << verified.output;
 }
 
 }  // namespace

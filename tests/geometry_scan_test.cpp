@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -85,6 +86,34 @@ TEST(GeometryScan, TheScanComputesTheSequentialRecurrenceInFp64) {
   for (SizeClass size : {SizeClass::Small, SizeClass::Default}) {
     const Recurrence rec = recurrence(size, 1);
     EXPECT_LT(relative_l2(states<double>(rec, true), states<double>(rec, false)), 1e-12);
+  }
+}
+
+// The start state. The original's forward(x) starts from state = None, i.e. zeros, and its
+// recurrence is multiplicative (the new state is the evolved state times w): from zeros the state
+// stays exactly 0 at every step, z = mix(state) = 0, and y_t = sigmoid(gate) up(0) never depends on
+// the recurrence. phasebench starts from r = (1, 0, ..., 0), i = 0 (the reference's states), where
+// the state is not zero and the output depends on it (docs/geometry.md, mamba_scan).
+TEST(GeometryScanStart, TheOriginalsZeroStartStaysZeroAtEveryStepSoTheReferenceStartsFromOne) {
+  for (uint64_t seed : {1, 2, 3}) {
+    const Recurrence rec = recurrence(SizeClass::Default, seed);
+    const std::vector<double> th = rec.theta, om = rec.omega, sg = rec.sigma;
+    const auto tr = ref::make_trinor(th.data(), om.data(), sg.data());
+    int64_t nonzero = 0;
+    for (int64_t b = 0; b < rec.batch; ++b) {
+      double zero_start[ref::kWide] = {};
+      for (int64_t t = 0; t < rec.length; ++t) {
+        ref::step(tr, rec.w.data() + (b * rec.length + t) * ref::kWide, zero_start);
+        double z[ref::kState];
+        ref::mix(zero_start, z);
+        for (int k = 0; k < ref::kWide; ++k) nonzero += zero_start[k] != 0.0;
+        for (int k = 0; k < ref::kState; ++k) nonzero += z[k] != 0.0;
+      }
+    }
+    EXPECT_EQ(nonzero, 0) << "seed " << seed << ": the zero start left zero";
+    const std::vector<double> from_one = states<double>(rec, false);  // the reference's start
+    const auto zeros = std::count(from_one.begin(), from_one.end(), 0.0);
+    EXPECT_LT(zeros * 10, static_cast<int64_t>(from_one.size())) << "seed " << seed;
   }
 }
 

@@ -1,9 +1,10 @@
 // geometry/bayesian on CUDA: kernel launches on the default stream. Math:
 // reference/geometry/bayesian.hpp; per-thread bodies: bayesian-cuda.cuh (run on the host by
-// tests/geometry_field_test.cpp). Without device_branch, as before the seed: a weights kernel, a
-// one-block reduction of Z, Z copied to the host (one host sync) and the branch taken there (a
-// posterior kernel, or a device copy of F), then the update kernel. With device_branch the
-// posterior kernel reads Z on the device: no host sync. With compiled, two kernels: Z from F and
+// tests/geometry_field_test.cpp). Baseline, as the original before the seed (torch.where on the
+// device): a weights kernel, a one-block reduction of Z, a posterior kernel that reads Z on the
+// device (no host sync), the update kernel. With host_read_branch (an extra, not the original's
+// code): Z copied to the host (one host sync) and the branch taken there (a posterior kernel, or a
+// device copy of F). With compiled (the seed), two kernels: Z from F and
 // E (weights not stored), then posterior and update together. Every buffer is allocated in
 // setup(). Without a usable device (always on the build machines) support() reports SKIPPED with
 // the runtime's error text, and nothing here touches the device.
@@ -71,7 +72,7 @@ constexpr LaunchShape kReductionShape{1, body::kReductionThreads};
 class BayesianCuda final : public Variant {
  public:
   explicit BayesianCuda(const VariantContext& context)
-      : context_(context), device_branch_(context.has(geo::kDeviceBranch)), compiled_(context.has(geo::kCompiled)) {}
+      : context_(context), host_read_branch_(context.has(geo::kHostReadBranch)), compiled_(context.has(geo::kCompiled)) {}
 
   std::optional<CannotRun> support() const override { return variant_support(context_); }
 
@@ -102,7 +103,7 @@ class BayesianCuda final : public Variant {
     }
     launch(weight_kernel, one_thread_per_row(count_), "weight_kernel", count_, f_.data(), e_.data(), w_.data());
     launch(z_kernel, kReductionShape, "z_kernel", f_.data(), e_.data(), w_.data(), count_, z_.data());
-    if (device_branch_) {
+    if (!host_read_branch_) {
       launch(posterior_device_z_kernel, all, "posterior_device_z_kernel", values, f_.data(), w_.data(), z_.data(),
              posterior_.data());
     } else {
@@ -127,14 +128,14 @@ class BayesianCuda final : public Variant {
 
  private:
   VariantContext context_;
-  bool device_branch_, compiled_;
+  bool host_read_branch_, compiled_;
   HostArray field_;
   int64_t count_ = 0;  // complex values
   DeviceBuffer<float> f_, e_, w_, z_, posterior_, update_;
 };
 
 const VariantRegistration registration{
-    "geometry/bayesian", "cuda", {geo::kBaseline, geo::kDeviceBranch, geo::kCompiled},
+    "geometry/bayesian", "cuda", {geo::kBaseline, geo::kCompiled, geo::kHostReadBranch},
     [](const VariantContext& context) { return std::make_unique<BayesianCuda>(context); }};
 
 }  // namespace

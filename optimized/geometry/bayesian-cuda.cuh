@@ -42,7 +42,8 @@ PB_HOST_DEVICE inline void tree_step(double* partials, int thread, int half) {
   if (thread < half) partials[thread] += partials[thread + half];
 }
 
-/// One real component of the posterior, the branch from z (device_branch) or from the host's z.
+/// One real component of the posterior, the branch from z on the device or from the host's z
+/// (host_read_branch).
 PB_HOST_DEVICE inline void posterior(int64_t i, const float* f, const float* w, float z, float* out) {
   out[i] = ref::posterior_component(w[i / 2], f[i], z, ref::normalizable(z));
 }

@@ -8,10 +8,11 @@
 // compiled, one primitive per ATen op of the original: binary sub, |.| as an L2-norm reduction
 // over the row (as a square root of a row sum, add_row_square_sum), square, linear (-1/tau), exp,
 // binary mul, the same |F|^2, mul, the sum reductions.
-// Without device_branch, as before the seed, the host reads Z (one host sync) and runs one of two
-// prepared tails: Z + eps and a division, or a copy of F. With device_branch nothing is read: a
+// Baseline, as the original before the seed (torch.where on the device), nothing is read: a
 // binary_gt gives mask = [Z > eps] as 1 or 0, and B = mask (w F / (Z + eps)) + (1 - mask) F, which
-// is exactly one of the two (a product with 1 or 0 and a sum with 0). With compiled, post-op
+// is exactly one of the two (a product with 1 or 0 and a sum with 0). With host_read_branch (an
+// extra, not the original's code) the host reads Z (one host sync) and runs one of two prepared
+// tails: Z + eps and a division, or a copy of F. With compiled (the seed), post-op
 // chains: |F - E|^2 as a row sum of squares with linear and exp post-ops, w |F|^2 as a row sum
 // of squares with a binary-mul post-op, and B = (F w) * scale + (1 - mask) F as one
 // binary with two binary post-ops (scale = mask / (Z + eps)). Z is summed per site, then over the
@@ -39,7 +40,7 @@ using dnnl::memory;
 class BayesianOnednn final : public Variant {
  public:
   explicit BayesianOnednn(const VariantContext& context)
-      : device_(context.device), device_branch_(context.has(geo::kDeviceBranch)), compiled_(context.has(geo::kCompiled)) {}
+      : device_(context.device), host_read_branch_(context.has(geo::kHostReadBranch)), compiled_(context.has(geo::kCompiled)) {}
 
   std::optional<CannotRun> support() const override { return cannot_run_on(device_); }
 
@@ -57,12 +58,12 @@ class BayesianOnednn final : public Variant {
     update_ = pair();
     if (compiled_) return setup_fused();
     setup_weights_and_z();
-    if (device_branch_) {
-      setup_device_select();
-    } else {
+    if (host_read_branch_) {
       normalize_.add(binary(algorithm::binary_add, z_, eps_, zeps_ = scalar()));
       normalize_.add(binary(algorithm::binary_div, weighted_, zeps_, posterior_));
       keep_field_.add(copy(f_, posterior_));
+    } else {
+      setup_device_select();
     }
     const memory diff = pair();
     tail_.add(binary(algorithm::binary_sub, posterior_, f_, diff));
@@ -76,7 +77,7 @@ class BayesianOnednn final : public Variant {
 
   void run() override {
     head_();
-    if (!device_branch_ && !compiled_) {
+    if (host_read_branch_) {
       float z = 0;
       read_floats_to_host(z_, &z, 1);  // the host waits for Z: one host sync
       (ref::normalizable(z) ? normalize_ : keep_field_)();
@@ -183,19 +184,19 @@ class BayesianOnednn final : public Variant {
   }
 
   std::string device_;
-  bool device_branch_, compiled_;
+  bool host_read_branch_, compiled_;
   HostArray field_;
   ref::FieldShape shape_;
   memory::dim m_ = 0;  // complex values
   memory ones_;  // [2, 1]: sums a row of two by matmul
   memory f_, e_, eps_, z_, zeps_, w_, weighted_, mask_, fm_, posterior_, update_;
-  Program head_;                    // up to Z (and, with device_branch or compiled, the posterior)
+  Program head_;                    // up to Z (and, unless host_read_branch, the posterior)
   Program normalize_, keep_field_;  // the two tails the host chooses between (baseline)
   Program tail_;                    // Lambda
 };
 
 const VariantRegistration registration{
-    "geometry/bayesian", "onednn", {geo::kBaseline, geo::kDeviceBranch, geo::kCompiled},
+    "geometry/bayesian", "onednn", {geo::kBaseline, geo::kCompiled, geo::kHostReadBranch},
     [](const VariantContext& context) { return std::make_unique<BayesianOnednn>(context); }};
 
 }  // namespace

@@ -4,11 +4,12 @@
 //   w = exp(-|F - E|^2 / tau);  Z = sum(w |F|^2);  B = w F / (Z + eps) if Z > eps else F;
 //   Lambda = lambda (B - F)
 //
-// Op by op as kernels/bayesian.py. Without device_branch, as before the seed: the host reads Z
-// (Z.item(), one host sync) and picks the branch in C++. With it, the current code: eps as a
-// 0-d tensor, B = torch.where(Z > eps, w F / (Z + eps), F), no sync. With compiled, that function
+// Op by op as kernels/bayesian.py, as the original (baseline): eps as a 0-d tensor,
+// B = torch.where(Z > eps, w F / (Z + eps), F), no sync. With compiled (the seed), that function
 // as TorchScript (torch::jit::compile; Debian's CPU LibTorch has no fuser, so on the CPU the
-// compiled graph runs the same ATen ops; a CUDA LibTorch fuses the elementwise chains).
+// compiled graph runs the same ATen ops; a CUDA LibTorch fuses the elementwise chains). With
+// host_read_branch (an extra, not the original's code): the host reads Z (Z.item(), one host
+// sync) and picks the branch in C++.
 
 #include <torch/jit.h>
 
@@ -25,7 +26,7 @@ namespace {
 namespace geo = pb::suites::geometry;
 namespace ref = pb::reference::geometry;
 
-/// device_branch as TorchScript: the same ops in the same order as device_branch_update().
+/// The baseline as TorchScript: the same ops in the same order as device_branch_update().
 const char* const kScript = R"(
 def bayesian(T: Tensor, E: Tensor, tau: float, lam: float, eps_value: float):
     diff_sq = torch.abs(T - E) ** 2
@@ -54,7 +55,7 @@ Weighted weigh(const torch::Tensor& T, const torch::Tensor& E) {
 
 Update host_branch_update(const torch::Tensor& T, const torch::Tensor& E) {
   const Weighted w = weigh(T, E);
-  // Before the seed: a Python `if` on Z, so the host waits for Z (aten::_local_scalar_dense).
+  // An `if` on Z (not the original's code), so the host waits for Z (aten::_local_scalar_dense).
   const torch::Tensor B = w.Z.item<float>() > static_cast<float>(ref::kNormalizationEps)
                               ? w.weighted / (w.Z + ref::kNormalizationEps)
                               : T;
@@ -71,7 +72,7 @@ Update device_branch_update(const torch::Tensor& T, const torch::Tensor& E) {
 class BayesianTorch final : public Variant {
  public:
   explicit BayesianTorch(const VariantContext& context)
-      : device_(context.device), device_branch_(context.has(geo::kDeviceBranch)), compiled_(context.has(geo::kCompiled)) {}
+      : device_(context.device), host_read_branch_(context.has(geo::kHostReadBranch)), compiled_(context.has(geo::kCompiled)) {}
 
   std::optional<CannotRun> support() const override { return cannot_run_on(device_); }
 
@@ -95,10 +96,10 @@ class BayesianTorch final : public Variant {
     if (compiled_) {
       const auto tuple = script_->run_method("bayesian", T_, E_, ref::kTau, ref::kLambda, ref::kNormalizationEps).toTuple();
       result_ = {tuple->elements()[0].toTensor(), tuple->elements()[1].toTensor()};
-    } else if (device_branch_) {
-      result_ = device_branch_update(T_, E_);
-    } else {
+    } else if (host_read_branch_) {
       result_ = host_branch_update(T_, E_);
+    } else {
+      result_ = device_branch_update(T_, E_);
     }
   }
 
@@ -110,7 +111,7 @@ class BayesianTorch final : public Variant {
 
  private:
   std::string device_;
-  bool device_branch_, compiled_;
+  bool host_read_branch_, compiled_;
   HostArray field_;
   torch::Tensor T_, E_;  // complex64 [Nx,Ny,D,D]
   Update result_;
@@ -118,7 +119,7 @@ class BayesianTorch final : public Variant {
 };
 
 const VariantRegistration registration{
-    "geometry/bayesian", "torch", {geo::kBaseline, geo::kDeviceBranch, geo::kCompiled},
+    "geometry/bayesian", "torch", {geo::kBaseline, geo::kCompiled, geo::kHostReadBranch},
     [](const VariantContext& context) { return std::make_unique<BayesianTorch>(context); }};
 
 }  // namespace

@@ -5,6 +5,9 @@
 //   Gamma[l,m,n] = 1/2 sum_r Ginv[l,r] (dG_m[n,r] + dG_n[m,r] - dG_r[m,n])
 //
 // dG is kept as the original keeps it: D[..., a, b, rho] = d_rho G[a,b].
+//
+// seed_repeated_term and seed_followup_fix (known bugs, CAUGHT): the seed's einsum form with the
+// seed's own wrong S (its commit, and the commit after it).
 
 #include <limits>
 #include <tuple>
@@ -28,7 +31,8 @@ class ChristoffelTorch final : public Variant {
  public:
   explicit ChristoffelTorch(const VariantContext& context)
       : device_(context.device),
-        contraction_(context.has(geo::kContraction)),
+        symbols_(symbols_form(context)),
+        contraction_(context.has(geo::kContraction) || symbols_ != Symbols::Definition),
         batched_metric_(context.has(geo::kBatchedMetric)),
         solve_(context.has(geo::kSolve)) {}
 
@@ -62,8 +66,7 @@ class ChristoffelTorch final : public Variant {
       gamma_ = nested_loops(torch::inverse(G), D);
       return;
     }
-    // S[..., m, n, r] = D[n, r, m] + D[m, r, n] - D[m, n, r], from permuted views of D.
-    const torch::Tensor S = D.permute({0, 1, 4, 2, 3}) + D.permute({0, 1, 2, 4, 3}) - D;
+    const torch::Tensor S = symbol_sums(D);
     if (solve_) {  // G Gamma[., (m n)] = S[(m n), .]^T / 2
       const auto shape = x_.sizes();
       const torch::Tensor rhs = S.reshape({shape[0], shape[1], d * d, d}).transpose(-1, -2);
@@ -78,6 +81,27 @@ class ChristoffelTorch final : public Variant {
   ArrayMap outputs() override { return {{geo::kGamma, to_host_array(gamma_)}}; }
 
  private:
+  // Which S the contraction uses: the definition, or one of the seed's two wrong ones.
+  enum class Symbols { Definition, SeedRepeatedTerm, SeedFollowUpFix };
+
+  static Symbols symbols_form(const VariantContext& context) {
+    if (context.has(geo::kSeedRepeatedTerm)) return Symbols::SeedRepeatedTerm;
+    if (context.has(geo::kSeedFollowUpFix)) return Symbols::SeedFollowUpFix;
+    return Symbols::Definition;
+  }
+
+  /// S[..., m, n, r] from permuted views of D: d_mu G[n, r] = D[n, r, m], d_nu G[m, r] = D[m, r, n],
+  /// d_rho G[m, n] = D[m, n, r].
+  torch::Tensor symbol_sums(const torch::Tensor& D) const {
+    const torch::Tensor d_mu = D.permute({0, 1, 4, 2, 3}), d_nu = D.permute({0, 1, 2, 4, 3});
+    switch (symbols_) {
+      case Symbols::SeedRepeatedTerm: return d_mu + d_nu - d_mu;  // the third term written as the first
+      case Symbols::SeedFollowUpFix: return 2 * D - d_mu;
+      case Symbols::Definition: break;
+    }
+    return d_mu + d_nu - D;
+  }
+
   /// G(x) for x [..., d]: [..., d, d], op by op as the original module.
   torch::Tensor metric(const torch::Tensor& x) const {
     const torch::Tensor R = geometry::resilience(resilience_, x);
@@ -144,6 +168,7 @@ class ChristoffelTorch final : public Variant {
   }
 
   std::string device_;
+  Symbols symbols_;
   bool contraction_, batched_metric_, solve_;
   torch::Tensor x_, h1w_, h1b_, h2w_, h2b_, L_, eye_, shifts_;
   ResilienceTensors resilience_;
@@ -151,7 +176,8 @@ class ChristoffelTorch final : public Variant {
 };
 
 const VariantRegistration registration{
-    geo::kChristoffel, "torch", {geo::kNestedLoops, geo::kContraction, geo::kBatchedMetric, geo::kSolve},
+    geo::kChristoffel, "torch", {geo::kNestedLoops, geo::kContraction, geo::kBatchedMetric, geo::kSolve,
+                                     geo::kSeedRepeatedTerm, geo::kSeedFollowUpFix},
     [](const VariantContext& context) { return std::make_unique<ChristoffelTorch>(context); }};
 
 }  // namespace

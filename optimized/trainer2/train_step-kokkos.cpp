@@ -30,7 +30,6 @@ namespace t2 = pb::suites::trainer2;
 namespace k2 = pb::kokkos_backend::trainer2;
 
 const std::string kNudgeLabel = "trainer2/train_step/nudge";
-const std::string kMetricUpdateLabel = "trainer2/train_step/metric_update";
 const std::string kMemoryUpdateLabel = "trainer2/train_step/memory_update";
 
 // ---- kernels -----------------------------------------------------------------------------------------
@@ -40,35 +39,6 @@ void nudge_toward(const k2::ConstMat& target, const k2::ConstMat& q, const k2::M
   Kokkos::parallel_for(
       kNudgeLabel, RangePolicy(0, nudge.extent(0)), KOKKOS_LAMBDA(int64_t b) {
         for (int i = 0; i < k2::kDim; ++i) nudge(b, i) = k2::kNudgeScale * (target(b, i) - q(b, i));
-      });
-}
-
-/// Δ = lior_nudged − lior_free (scalars(0) of each window); u = mean_b vbar_free; then
-/// g ← clamp(g + η Δ u_r² / (Σ u_r² + 1e-8), 0.01, 100) with u_r = rotor_apply(u, θ) (θ before
-/// its own update), as ref::metric_update. One thread: 8 values.
-void metric_update(const k2::ConstVec& free_scalars, const k2::ConstVec& nudged_scalars,
-                   const k2::ConstMat& free_vbar, const k2::ConstVec& theta, const k2::Vec& g,
-                   const k2::Cell& lior_diff, const k2::Vec& u) {
-  Kokkos::parallel_for(
-      kMetricUpdateLabel, RangePolicy(0, 1), KOKKOS_LAMBDA(int64_t) {
-        const float diff = nudged_scalars(0) - free_scalars(0);
-        lior_diff() = diff;
-        const int64_t B = free_vbar.extent(0);
-        float rotated[k2::kDim];
-        for (int i = 0; i < k2::kDim; ++i) {
-          float sum = 0;
-          for (int64_t b = 0; b < B; ++b) sum += free_vbar(b, i);
-          u(i) = sum / static_cast<float>(B);
-          rotated[i] = u(i);
-        }
-        k2::rotor_apply(rotated, theta);
-        float norm_sq = 0;
-        for (int i = 0; i < k2::kDim; ++i) norm_sq += rotated[i] * rotated[i];
-        for (int i = 0; i < k2::kDim; ++i) {
-          const float updated = g(i) + k2::kEta * diff * rotated[i] * rotated[i] / (norm_sq + 1e-8f);
-          const float low = updated < 0.01f ? 0.01f : updated;  // std::min(std::max(...)), on any device
-          g(i) = 100.f < low ? 100.f : low;
-        }
       });
 }
 
@@ -173,7 +143,7 @@ class TrainStepKokkos final : public Variant {
       restore(snapshot);
       nudged_runner_->run(in, nudge_, field, nudged_);
     }
-    metric_update(free_.scalars, nudged_.scalars, free_.vbar, theta_, g_, lior_diff_, u_);
+    k2::metric_update(free_.scalars, nudged_.scalars, free_.vbar, theta_, g_, lior_diff_, u_);
     rotor_update_(u_, lior_diff_, theta_);
     memory_write(free_.q, free_.q_state, bank_coord_, bank_state_, pointer_in_);
     pointer_ = (pointer_in_ + std::min(dims_.bank_rows, dims_.batch)) % dims_.bank_rows;

@@ -162,27 +162,8 @@ class TrainStepOnednn final : public pb::Variant {
     after_nudged_.add(ob::reduce(algorithm::reduction_mean, free_->vbar(), u_));
   }
 
-  // Step 6, in the reference's order: ((η Δ) u_r) u_r / (Σ u_r² + 1e-8).
-  void build_metric_update() {
-    const auto vector = [] { return ob::allocate(dense({1, t2o::kN})); };
-    const auto scalar = [] { return ob::allocate(dense({1, 1})); };
-    const memory rotor = ob::allocate(dense({t2o::kN, t2o::kN}));
-    const memory u_r = vector(), squares = vector(), scaled = vector(), term = vector(),
-                 step = vector();
-    const memory norm = scalar(), eta_diff = scalar();
-    after_nudged_.append(t2o::rotor_matrix(theta_, rotor));
-    after_nudged_.add(ob::matmul(u_, rotor, u_r));
-    after_nudged_.add(ob::eltwise(algorithm::eltwise_square, u_r, squares));
-    after_nudged_.add(ob::reduce(algorithm::reduction_sum, squares, norm,
-                                  PostOps().eltwise(algorithm::eltwise_linear, 1.0f, 1e-8f)));
-    after_nudged_.add(ob::eltwise(algorithm::eltwise_linear, lior_diff_, eta_diff,
-                                   static_cast<float>(ref::kEta)));
-    after_nudged_.add(ob::binary(algorithm::binary_mul, u_r, eta_diff, scaled));
-    after_nudged_.add(ob::binary(algorithm::binary_mul, scaled, u_r, term));
-    after_nudged_.add(ob::binary(algorithm::binary_div, term, norm, step));
-    after_nudged_.add(ob::binary(algorithm::binary_add, g_, step, g_,
-                                  PostOps().eltwise(algorithm::eltwise_clip, 0.01f, 100.0f)));
-  }
+  // Step 6 (trainer2_engine-onednn.hpp, metric_update).
+  void build_metric_update() { after_nudged_.append(t2o::metric_update(u_, theta_, lior_diff_, g_)); }
 
   // Step 8: rows B−count .. B−1 of the free window's batch go to ring rows pointer,
   // pointer+1, ... (mod C): at most two contiguous ranges.

@@ -166,6 +166,37 @@ inline void rotor_update_vectorized(const ConstVec& u, const ConstCell& lior_dif
       });
 }
 
+inline const std::string kMetricUpdateLabel = "trainer2/train_step/metric_update";
+
+/// Δ = lior_nudged − lior_free (scalars(0) of each window); u = mean_b vbar_free; then
+/// g ← clamp(g + η Δ u_r² / (Σ u_r² + 1e-8), 0.01, 100) with u_r = rotor_apply(u, θ) (θ before
+/// its own update), as ref::metric_update. One thread: 8 values. (Here, not in train_step-kokkos.cpp,
+/// so that a test runs it with Δ ≠ 0: in train_step Δ is exactly 0 by the original's construction.)
+inline void metric_update(const ConstVec& free_scalars, const ConstVec& nudged_scalars, const ConstMat& free_vbar,
+                          const ConstVec& theta, const Vec& g, const Cell& lior_diff, const Vec& u) {
+  Kokkos::parallel_for(
+      kMetricUpdateLabel, RangePolicy(0, 1), KOKKOS_LAMBDA(int64_t) {
+        const float diff = nudged_scalars(0) - free_scalars(0);
+        lior_diff() = diff;
+        const int64_t B = free_vbar.extent(0);
+        float rotated[kDim];
+        for (int i = 0; i < kDim; ++i) {
+          float sum = 0;
+          for (int64_t b = 0; b < B; ++b) sum += free_vbar(b, i);
+          u(i) = sum / static_cast<float>(B);
+          rotated[i] = u(i);
+        }
+        rotor_apply(rotated, theta);
+        float norm_sq = 0;
+        for (int i = 0; i < kDim; ++i) norm_sq += rotated[i] * rotated[i];
+        for (int i = 0; i < kDim; ++i) {
+          const float updated = g(i) + kEta * diff * rotated[i] * rotated[i] / (norm_sq + 1e-8f);
+          const float low = updated < 0.01f ? 0.01f : updated;  // std::min(std::max(...)), on any device
+          g(i) = 100.f < low ? 100.f : low;
+        }
+      });
+}
+
 /// The (i, j) coordinates of each learnt pair, on the device (what the per-pair update reads back).
 inline IndexVec rotor_pair_indices() {
   const auto coordinate = [](int64_t i) {

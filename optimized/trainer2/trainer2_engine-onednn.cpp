@@ -88,6 +88,26 @@ Program rotor_matrix(const memory& theta, const memory& matrix) {
   return program;
 }
 
+Program metric_update(const memory& u, const memory& theta, const memory& lior_diff, const memory& g) {
+  const auto vector = [] { return ob::allocate(ob::dense({1, kN})); };
+  const auto scalar = [] { return ob::allocate(ob::dense({1, 1})); };
+  const memory rotor = ob::allocate(ob::dense({kN, kN}));
+  const memory u_r = vector(), squares = vector(), scaled = vector(), term = vector(), step = vector();
+  const memory norm = scalar(), eta_diff = scalar();
+  Program program = rotor_matrix(theta, rotor);
+  program.add(ob::matmul(u, rotor, u_r));
+  program.add(ob::eltwise(algorithm::eltwise_square, u_r, squares));
+  program.add(ob::reduce(algorithm::reduction_sum, squares, norm,
+                         ob::PostOps().eltwise(algorithm::eltwise_linear, 1.0f, 1e-8f)));
+  program.add(ob::eltwise(algorithm::eltwise_linear, lior_diff, eta_diff, static_cast<float>(ref::kEta)));
+  program.add(ob::binary(algorithm::binary_mul, u_r, eta_diff, scaled));
+  program.add(ob::binary(algorithm::binary_mul, scaled, u_r, term));
+  program.add(ob::binary(algorithm::binary_div, term, norm, step));
+  program.add(ob::binary(algorithm::binary_add, g, step, g,
+                         ob::PostOps().eltwise(algorithm::eltwise_clip, 0.01f, 100.0f)));
+  return program;
+}
+
 RotorUpdate::RotorUpdate(bool vectorized, const memory& u, const memory& lior_diff,
                          const memory& theta)
     : vectorized_(vectorized), u_(u), lior_diff_(lior_diff), theta_(theta) {
@@ -386,10 +406,10 @@ WindowProgram::WindowProgram(const ref::WindowDims& dims, const WindowPlan& plan
   for (int64_t t = 1; t <= W; ++t) counts.push_back(static_cast<float>(t));
   counts_ = upload(dense({W}), counts);  // the divisors t of the progress metrics (device values)
   zeros_ = filled({dims.batch, kN}, 0.0f);
-  scalars_ = ob::allocate(dense({1, 3}));
-  vbar_ = ob::allocate(dense({dims.batch, kN}));
-  path_ = ob::allocate(dense({W, ref::kPathColumns}));
-  metrics_log_ = ob::allocate(dense({W, 3}));
+  scalars_ = ob::allocate(ob::dense({1, 3}));
+  vbar_ = ob::allocate(ob::dense({dims.batch, kN}));
+  path_ = ob::allocate(ob::dense({W, ref::kPathColumns}));
+  metrics_log_ = ob::allocate(ob::dense({W, 3}));
   host_log_.assign(static_cast<size_t>(W * 3), kNaN);
   build_curvature();
   build_batch_and_query();

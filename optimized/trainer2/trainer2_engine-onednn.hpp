@@ -103,6 +103,12 @@ class Accumulator {
 /// rotor_apply(q, θ) (the rotor is linear). oneDNN has no cos/sin; the product is a matmul.
 Program rotor_matrix(const memory& theta, const memory& matrix);
 
+/// g = clip(g + ((η Δ) u_r) u_r / (Σ u_r² + 1e-8), 0.01, 100), u_r = u·W with W = rotor_matrix(θ),
+/// in the reference's order: square, sum (+1e-8 post-op), η Δ, two muls, a division and an add with
+/// a clip post-op. u [1,n], theta [8], lior_diff (Δ) [1,1], g [1,n] (updated) on the engine. Here,
+/// not in train_step-onednn.cpp, so that a test runs it with Δ ≠ 0 (0 in train_step by construction).
+Program metric_update(const memory& u, const memory& theta, const memory& lior_diff, const memory& g);
+
 /// θ_k += 0.01 η (−Δ) atan2(u_j, u_i) r for the learnt pairs with r = hypot(u_i, u_j) >= 1e-6,
 /// then θ wrapped to [−π, π). u [1,n], lior_diff (Δ) [1,1], theta [8] on the engine.
 ///  pair by pair (as the original): each pair's i and j (from the pair table on the device) and

@@ -108,15 +108,18 @@ class Bayesian final : public Workload {
   std::vector<PhaseInfo> phases() const override {
     return {
         {0, kBaseline,
-         "as the original before the seed: Z read back to the host (one host sync) to choose "
-         "between w F / (Z + eps) and F"},
-        {1, kDeviceBranch,
-         "the branch taken on the device (torch.where on the 0-d Z, a select kernel, a mask "
-         "product): no host sync; the seed claims the sync removal, no number"},
-        {2, kCompiled,
-         "the seed's torch.compile of compute_evidence_weights and bayesian_posterior: "
+         "as the original before the seed (kernels/bayesian.py since its first commit): the branch "
+         "taken on the device, torch.where(Z > eps, w F / (Z + eps), F) (a select kernel, a mask "
+         "product elsewhere), op by op, no host sync"},
+        {1, kCompiled,
+         "the seed's only change: torch.compile of compute_evidence_weights and bayesian_posterior: "
          "TorchScript in LibTorch, fused kernels (or post-op chains) elsewhere",
          true, 1.5, 3.0},
+        {2, kHostReadBranch,
+         "an extra, not the original's code nor the seed's, claiming nothing: the baseline with Z "
+         "read back by the host (one host sync) to choose between w F / (Z + eps) and F; compiled "
+         "turned off, so phase 0 is what it compares with",
+         true, PhaseInfo::kNoClaim, PhaseInfo::kNoClaim, {}, {kCompiled}},
     };
   }
 

@@ -10,6 +10,7 @@
 
 #include "suites/geometry/christoffel.hpp"
 
+#include "phasebench/known_bugs.hpp"
 #include "phasebench/rng.hpp"
 
 namespace pb::suites::geometry {
@@ -71,6 +72,12 @@ class Christoffel final : public Workload {
          true, ref::kDim, ref::kDim},
         {2, kBatchedMetric, "beyond the seed: all 2d + 1 metric evaluations in one batched network call"},
         {3, kSolve, "beyond the seed: G Gamma = S / 2 solved by LU instead of forming G^-1 (exact)"},
+        {4, kSeedRepeatedTerm,
+         "not an optimization: the seed's commit's vectorized S, whose third term repeats the first, "
+         "declared a known bug, reported CAUGHT, never timed"},
+        {5, kSeedFollowUpFix,
+         "not an optimization: the next commit's S = 2 d_rho G_mu,nu - d_mu G_nu,rho, declared a "
+         "known bug, reported CAUGHT, never timed"},
     };
   }
 
@@ -103,6 +110,16 @@ class Christoffel final : public Workload {
 };
 
 const WorkloadRegistration registration{std::make_shared<Christoffel>()};
+// The seed's speedup came with these results (rel L2 against the definition, measured by verify:
+// docs/geometry.md). Implemented on LibTorch, where the seed wrote them (einsum over the same S).
+const KnownBugRegistration seed_repeated_term{
+    kChristoffel, kSeedRepeatedTerm,
+    "seed_repeated_term (the seed's commit): S = d_mu G_nu,rho + d_nu G_mu,rho - d_mu G_nu,rho, the third "
+    "term written as the first, so Gamma = 1/2 G^-1 d_nu G_mu,rho alone"};
+const KnownBugRegistration seed_followup_fix{
+    kChristoffel, kSeedFollowUpFix,
+    "seed_followup_fix (the commit after the seed): S = 2 d_rho G_mu,nu - d_mu G_nu,rho, not the "
+    "definition and not symmetric in (mu, nu)"};
 
 }  // namespace
 }  // namespace pb::suites::geometry

@@ -27,6 +27,9 @@ inline constexpr const char* kNestedLoops = "nested_loops";        // the origin
 inline constexpr const char* kContraction = "einsum_contraction";  // the seed: one contraction, no clones
 inline constexpr const char* kBatchedMetric = "batched_metric";    // 2d + 1 evaluations in one call
 inline constexpr const char* kSolve = "solve";                     // a solve instead of the inverse
+// Not optimizations: the seed's own vectorized symbols, wrong, declared known bugs (must be CAUGHT).
+inline constexpr const char* kSeedRepeatedTerm = "seed_repeated_term";  // the seed's commit: term 3 = term 1
+inline constexpr const char* kSeedFollowUpFix = "seed_followup_fix";    // the next commit's "fix"
 
 struct ChristoffelSize {
   int64_t batch, points;  // B, N

@@ -52,7 +52,9 @@ inline constexpr const char* kBaseline = "baseline";
 // hamiltonian
 inline constexpr const char* kDepthwiseStencil = "depthwise_stencil";  // one stencil over all channels
 // bayesian
-inline constexpr const char* kDeviceBranch = "device_branch";  // Z > eps decided on the device
+// An extra rung, neither the original's code nor the seed's: Z read by the host to pick the branch.
+// The original (and the baseline) decides Z > eps on the device, torch.where.
+inline constexpr const char* kHostReadBranch = "host_read_branch";
 // both: the seed's torch.compile (TorchScript in LibTorch, one fused kernel or post-op chain elsewhere)
 inline constexpr const char* kCompiled = "compiled";
 

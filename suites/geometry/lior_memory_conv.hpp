@@ -21,9 +21,11 @@ inline const std::string kKernelParams = "kernel_params";  // [13], ref::KernelP
 inline const std::string kOutput = "out";                  // [B, N, C]
 
 // The optimization each phase adds (catalog: lior_memory_conv.cpp).
-inline constexpr const char* kHostTaps = "host_taps";      // the original: weights .cpu().numpy()
-inline constexpr const char* kDeviceTaps = "device_taps";  // the seed: taps built on the device
+inline constexpr const char* kDeviceTaps = "device_taps";  // the original's forward: taps by tensor ops
 inline constexpr const char* kFftConv = "fft_conv";        // beyond the seed: O(N log N) by FFT
+// An extra rung, not the original's forward: the weights read to the host (.cpu().numpy(), which
+// the original has only in LiorKernel.extra_repr, run when the module is printed).
+inline constexpr const char* kHostTaps = "host_taps";
 
 struct ConvShape {
   int64_t batch, length, channels;

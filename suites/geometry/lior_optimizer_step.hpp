@@ -45,6 +45,21 @@ inline std::vector<std::vector<int64_t>> parameter_shapes(SizeClass size) {
   return shapes;
 }
 
+/// Even seeds' models also have the tiny tensors real models have: their last two tensors are a
+/// scalar ([1], a learnt gate) and a short bias ([4]), fewer values than the resilience network's
+/// d = 8 leading coordinates. leading_coordinates then zero-pads a tensor that is not the first
+/// (offsets(0) = 0 hides a wrong size of the first one: offsets(j + 1) + offsets(j) survived verify
+/// on Kokkos). Odd seeds, the timed seed 1 among them, keep parameter_shapes(size), for which
+/// work() and memory_bytes() are declared (the even seeds' sets are 2w - 5 values smaller).
+inline std::vector<std::vector<int64_t>> parameter_shapes(SizeClass size, uint64_t seed) {
+  std::vector<std::vector<int64_t>> shapes = parameter_shapes(size);
+  if (seed % 2 == 0) {
+    shapes[shapes.size() - 2] = {1};
+    shapes.back() = {4};
+  }
+  return shapes;
+}
+
 inline int64_t numel_of(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t extent : shape) n *= extent;
