@@ -62,7 +62,7 @@ TEST(OtherWork, NothingMeasuredIsNaNNotZero) {
 TEST(Disturbance, TheIssuesRowTwoClustersOfRepetitions) {
   // kokkos/cpu phase 0 of trainer2/lior_step beside a 2-job compile: 0.015 ms and 68 ms in one run.
   const std::string why = disturbance({0.0150, 68.1, 67.7, 0.0146, 71.8}, {}, 2, 2);
-  EXPECT_NE(why.find("repetitions in two clusters: 2 near 0.0146 ms, 3 near 68.1 ms"), std::string::npos) << why;
+  EXPECT_NE(why.find("repetitions in two clusters: 2 near 0.0146 ms and 3 near 68.1 ms"), std::string::npos) << why;
 }
 
 TEST(Disturbance, OtherWorkBeyondTheSpareCoresIsContention) {

@@ -110,7 +110,8 @@ std::string contention(const std::vector<double>& others_cores, int threads, int
          std::to_string(std::max(1, threads)) + (threads > 1 ? " threads" : " thread");
 }
 
-// "repetitions in two clusters: 3 near 0.015 ms, 7 near 68 ms"; empty when there are not two.
+// "repetitions in two clusters: 3 near 0.015 ms and 7 near 68 ms"; empty when there are not two.
+// (No commas: the text is a CSV cell that shell tools may split.)
 std::string clusters(std::vector<double> wall_ms) {
   std::sort(wall_ms.begin(), wall_ms.end());
   const size_t n = wall_ms.size(), fewest = std::max<size_t>(1, n / 5);
@@ -119,7 +120,7 @@ std::string clusters(std::vector<double> wall_ms) {
     const double below = wall_ms[split - 1], above = wall_ms[split];
     if (below <= 0 || above / below < kClusterJump) continue;
     return "repetitions in two clusters: " + std::to_string(split) + " near " + format(wall_ms[(split - 1) / 2], 3) +
-           " ms, " + std::to_string(n - split) + " near " + format(wall_ms[split + (n - split - 1) / 2], 3) + " ms";
+           " ms and " + std::to_string(n - split) + " near " + format(wall_ms[split + (n - split - 1) / 2], 3) + " ms";
   }
   return {};
 }
