@@ -28,8 +28,10 @@ test -d "$scratch/gate/process-3" && test -f "$scratch/gate/pooled/results.csv"
 # A base without CPU times: the gate compares wall time and says so. (An old run pooled by this
 # phasebench, as the gate pools a base build's processes, has the cpu_ms column but no values.)
 cp -r "$PHASEBENCH_BASELINES_DIR/$fingerprint" "$scratch/old-baseline"
-awk -F, -v OFS=, 'NR > 1 { $NF = "" } { print }' "$PHASEBENCH_BASELINES_DIR/$fingerprint/samples.csv" \
+awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; ++i) if ($i == "cpu_ms") column = i }
+                  NR > 1 { $column = "" } { print }' "$PHASEBENCH_BASELINES_DIR/$fingerprint/samples.csv" \
   > "$scratch/old-baseline/samples.csv"
+grep -q '^workload,.*,cpu_ms,' "$scratch/old-baseline/samples.csv"
 PHASEBENCH_BASELINE=$scratch/old-baseline PHASEBENCH_GATE_OUT=$scratch/old PHASEBENCH_GATE_SUMMARY=$scratch/old.md \
   bash "$repo/ci/gate.sh"
 grep -q "phasebench compare: passed" "$scratch/old.md"

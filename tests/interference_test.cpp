@@ -59,35 +59,63 @@ TEST(OtherWork, NothingMeasuredIsNaNNotZero) {
   EXPECT_TRUE(std::isnan(other_work_between(now, now).cores)) << "no time passed";
 }
 
+// A row of n repetitions each `rep_ms` long, steady at 1 ms an iteration, with other work `cores`.
+RowRepetitions steady_row(double cores, double rep_ms = 100, int n = 10) {
+  return {std::vector<double>(n, 1.0), std::vector<double>(n, cores), std::vector<double>(n, rep_ms)};
+}
+
 TEST(Disturbance, TheIssuesRowTwoClustersOfRepetitions) {
   // kokkos/cpu phase 0 of trainer2/lior_step beside a 2-job compile: 0.015 ms and 68 ms in one run.
-  const std::string why = disturbance({0.0150, 68.1, 67.7, 0.0146, 71.8}, {}, 2, 2);
+  const std::string why = disturbance({{0.0150, 68.1, 67.7, 0.0146, 71.8}, {}, {}}, 2, 2);
   EXPECT_NE(why.find("repetitions in two clusters: 2 near 0.0146 ms and 3 near 68.1 ms"), std::string::npos) << why;
 }
 
 TEST(Disturbance, OtherWorkBeyondTheSpareCoresIsContention) {
-  const std::vector<double> steady(10, 1.0);
   // 2 threads on 2 cores: a competing process's 0.9 cores is contention.
-  EXPECT_NE(disturbance(steady, std::vector<double>(10, 0.9), 2, 2).find("other work used 0.9 cores of 2 while it ran on 2 threads"),
+  EXPECT_NE(disturbance(steady_row(0.9), 2, 2).find("other work used 0.9 cores of 2 while it ran on 2 threads"),
             std::string::npos);
   // 1 thread on 16 cores: 5 busy cores leave it 10 spare.
-  EXPECT_EQ(disturbance(steady, std::vector<double>(10, 5.0), 1, 16), "");
-  // 1 thread on 2 cores: one busy core leaves none spare for... nothing: the other core is its own.
-  EXPECT_EQ(disturbance(steady, std::vector<double>(10, 1.0), 1, 2), "");
-  EXPECT_NE(disturbance(steady, std::vector<double>(10, 1.5), 1, 2), "");
-  // Unknown cores or nothing measured: no contention verdict.
-  EXPECT_EQ(disturbance(steady, std::vector<double>(10, 2.0), 2, 0), "");
-  EXPECT_EQ(disturbance(steady, std::vector<double>(10, NAN), 2, 2), "");
+  EXPECT_EQ(disturbance(steady_row(5.0), 1, 16), "");
+  // 1 thread on 2 cores: one busy core takes only the core the row does not use.
+  EXPECT_EQ(disturbance(steady_row(1.0), 1, 2), "");
+  EXPECT_NE(disturbance(steady_row(1.5), 1, 2), "");
+  // Unknown cores, nothing measured, or no repetition lengths (an older samples.csv): no verdict.
+  EXPECT_EQ(disturbance(steady_row(2.0), 2, 0), "");
+  EXPECT_EQ(disturbance(steady_row(NAN), 2, 2), "");
+  EXPECT_EQ(disturbance(steady_row(2.0, NAN), 2, 2), "");
+}
+
+// The mean weighs each repetition by its length: one long quiet repetition outweighs a short
+// busy one.
+TEST(Disturbance, ContentionIsOtherWorksTimeOverTheRepetitionsTime) {
+  const RowRepetitions mostly_quiet{{1, 1, 1}, {0.0, 0.0, 2.0}, {400, 400, 20}};  // mean 2 x 20 / 820
+  EXPECT_EQ(disturbance(mostly_quiet, 2, 2), "");
+  const RowRepetitions mostly_busy{{1, 1, 1}, {2.0, 2.0, 0.0}, {400, 400, 20}};  // mean 1.95
+  EXPECT_NE(disturbance(mostly_busy, 2, 2).find("other work used 2 cores"), std::string::npos);
+}
+
+// What CI's quiet machine measured for one row of a 5 ms-a-repetition run: one repetition caught
+// a tick on each CPU (3.8 cores over its 5 ms), the others none. The counters cannot resolve
+// contention over 15 ms (their tick is 10 ms per CPU): not a verdict.
+TEST(Disturbance, ContentionTheCountersCannotResolveIsNoVerdict) {
+  ASSERT_NEAR(counter_tick_seconds(), 0.01, 0.0099) << "USER_HZ between 100 and 10000";
+  const RowRepetitions short_reps{{0.023, 0.023, 0.024}, {0.0, 3.77, -0.4}, {5.2, 5.3, 5.1}};
+  EXPECT_EQ(disturbance(short_reps, 2, 2), "");
+  // The same readings over repetitions 100 times longer are contention.
+  const RowRepetitions long_reps{{0.023, 0.023, 0.024}, {0.0, 3.77, -0.4}, {520, 530, 510}};
+  EXPECT_NE(disturbance(long_reps, 2, 2), "");
 }
 
 TEST(Disturbance, AQuietRowIsNotDisturbed) {
   // Ordinary spread (10%), a little background (the supervisor's polling, kernel threads).
-  EXPECT_EQ(disturbance({1.00, 1.05, 0.98, 1.10, 1.02, 0.99, 1.03, 1.01, 1.07, 1.00}, std::vector<double>(10, 0.05), 2, 2),
+  EXPECT_EQ(disturbance({{1.00, 1.05, 0.98, 1.10, 1.02, 0.99, 1.03, 1.01, 1.07, 1.00}, std::vector<double>(10, 0.05),
+                         std::vector<double>(10, 100)},
+                        2, 2),
             "");
   // One slow repetition among ten is an outlier, not a second cluster.
-  EXPECT_EQ(disturbance({1, 1, 1, 1, 1, 1, 1, 1, 1, 9}, {}, 2, 2), "");
+  EXPECT_EQ(disturbance({{1, 1, 1, 1, 1, 1, 1, 1, 1, 9}, {}, {}}, 2, 2), "");
   // Too few to tell clusters apart from a trend: a single repetition.
-  EXPECT_EQ(disturbance({1}, {}, 2, 2), "");
+  EXPECT_EQ(disturbance({{1}, {}, {}}, 2, 2), "");
 }
 
 }  // namespace

@@ -9,7 +9,6 @@
 #include <fstream>
 #include <iomanip>
 #include <limits>
-#include <numeric>
 #include <sstream>
 
 namespace pb::interference {
@@ -72,15 +71,18 @@ OtherWork other_work_between(const CpuClock& before, const CpuClock& after) {
   OtherWork work;
   work.seconds = after.wall_s - before.wall_s;
   if (!before.readable || !after.readable || work.seconds <= 0) {
-    work.cores = work.steal_cores = kNaN;
+    work.cores = work.estimate_cores = work.steal_cores = kNaN;
     return work;
   }
   const double mine = (after.own_s - before.own_s) + (after.children_s - before.children_s);
   const double others = (after.machine_busy_s - before.machine_busy_s) - mine;
-  work.cores = std::max(0.0, others) / work.seconds;
+  work.estimate_cores = others / work.seconds;
+  work.cores = std::max(0.0, work.estimate_cores);
   work.steal_cores = std::max(0.0, after.steal_s - before.steal_s) / work.seconds;
   return work;
 }
+
+double counter_tick_seconds() { return 1 / ticks_per_second(); }
 
 nlohmann::json load_average() {
   std::ifstream in("/proc/loadavg");
@@ -97,15 +99,27 @@ std::string format(double value, int precision = 2) {
   return text.str();
 }
 
-// "other work used 1.4 cores of 2 while the row ran on 2 threads"; empty without contention.
-std::string contention(const std::vector<double>& others_cores, int threads, int cores) {
-  std::vector<double> measured;
-  for (double value : others_cores)
-    if (!std::isnan(value)) measured.push_back(value);
-  if (measured.empty() || cores <= 0) return {};
-  const double mean = std::accumulate(measured.begin(), measured.end(), 0.0) / static_cast<double>(measured.size());
+// "other work used 1.4 cores of 2 while it ran on 2 threads"; empty without contention. The mean
+// is other work's CPU time over the repetitions' time. Each repetition's reading is off by up to
+// a tick per CPU either way (the machine's counter ticks, this process's does not; their
+// differences do not telescope: the repetitions are not back to back), so n of them are off by
+// about (cores + 1) ticks x sqrt(n) at most in all: contention must exceed that too. A short
+// row (5 ms repetitions) thus never shows contention it cannot resolve; its clusters still do.
+std::string contention(const RowRepetitions& reps, int threads, int cores) {
+  double others_s = 0, measured_s = 0;
+  int measured = 0;
+  for (size_t i = 0; i < reps.others_cores.size() && i < reps.rep_ms.size(); ++i) {
+    const double others = reps.others_cores[i], seconds = reps.rep_ms[i] / 1e3;
+    if (std::isnan(others) || std::isnan(seconds) || seconds <= 0) continue;
+    others_s += others * seconds;
+    measured_s += seconds;
+    ++measured;
+  }
+  if (measured == 0 || cores <= 0) return {};
+  const double mean = others_s / measured_s;
+  const double resolution = (cores + 1) * counter_tick_seconds() * std::sqrt(double(measured)) / measured_s;
   const double spare = std::max(0, cores - std::max(1, threads));
-  if (mean - spare < kContentionCores) return {};
+  if (mean - spare < kContentionCores + resolution) return {};
   return "other work used " + format(mean) + " cores of " + std::to_string(cores) + " while it ran on " +
          std::to_string(std::max(1, threads)) + (threads > 1 ? " threads" : " thread");
 }
@@ -127,10 +141,9 @@ std::string clusters(std::vector<double> wall_ms) {
 
 }  // namespace
 
-std::string disturbance(const std::vector<double>& wall_ms, const std::vector<double>& others_cores, int threads,
-                        int cores) {
-  const std::string busy = contention(others_cores, threads, cores);
-  const std::string split = clusters(wall_ms);
+std::string disturbance(const RowRepetitions& reps, int threads, int cores) {
+  const std::string busy = contention(reps, threads, cores);
+  const std::string split = clusters(reps.wall_ms);
   if (busy.empty()) return split;
   return split.empty() ? busy : busy + "; " + split;
 }

@@ -7,8 +7,9 @@
 // What is measured: the CPU time the whole machine spent busy (/proc/stat, steal included: time a
 // hypervisor gave to other guests) minus the CPU time of this process (/proc/self/stat, all its
 // threads), over the same interval, in cores: 1.0 means other work kept one core busy all along.
-// Both counters tick at the same clock (USER_HZ), so a short interval is coarse (about 0.02 cores
-// x cores per reading); a row's verdict averages over its repetitions. Internal to the harness.
+// The machine's counter ticks (USER_HZ) while this process's is exact, so one short interval is
+// coarse (a tick per CPU either way); a row's verdict averages over its repetitions and asks for
+// more than that resolution. Internal to the harness.
 
 #include <string>
 #include <vector>
@@ -30,30 +31,43 @@ CpuClock read_cpu_clock();
 
 /// What other work did between two readings, in cores (averages over the interval).
 struct OtherWork {
-  double cores = 0;        // busy time of everything but this process and its children, >= 0
-  double steal_cores = 0;  // of which stolen by the hypervisor
-  double seconds = 0;      // the interval
+  double cores = 0;           // busy time of everything but this process and its children, >= 0
+  double estimate_cores = 0;  // the same before clipping at 0: what a mean over intervals averages
+  double steal_cores = 0;     // of which stolen by the hypervisor
+  double seconds = 0;         // the interval
 };
 /// Nothing measured (cores NaN) when either reading failed or no time passed.
 OtherWork other_work_between(const CpuClock& before, const CpuClock& after);
+
+/// The machine's counters count whole ticks (USER_HZ, 10 ms on Linux), per CPU: over one interval
+/// other work's CPU time is known to about a tick per CPU either way. Over a 5 ms repetition that
+/// is several cores, so a single short reading says nothing; a mean over a row's repetitions does.
+double counter_tick_seconds();
 
 /// /proc/loadavg's three averages; NaN where unreadable.
 nlohmann::json load_average();
 
 /// Other work must exceed the cores a row leaves spare by this many cores, on average over its
-/// repetitions, before the row is called disturbed: more than measurement noise (see above) and
-/// the supervisor's polling, less than the one competing thread that doubles a 2-thread row.
+/// repetitions and beyond what the counters resolve over them (counter_tick_seconds), before the
+/// row is called disturbed: more than the supervisor's polling, less than the one competing
+/// thread that doubles a 2-thread row.
 constexpr double kContentionCores = 0.3;
 /// Repetitions whose sorted times jump by this factor between two neighbours, with enough of them
 /// on each side, form two clusters: the fast one is what the code does, the other what the
 /// machine did to it.
 constexpr double kClusterJump = 4;
 
-/// Why a row's repetitions were disturbed by other work on the machine, in words; empty when
-/// they were not. `wall_ms` and `others_cores` are parallel (one per repetition; NaN others: not
-/// measured); `threads` are the row's threads and `cores` the machine's logical cores (0: unknown,
-/// no contention verdict).
-std::string disturbance(const std::vector<double>& wall_ms, const std::vector<double>& others_cores, int threads,
-                        int cores);
+/// A row's repetitions as measured, one entry per repetition in each.
+struct RowRepetitions {
+  std::vector<double> wall_ms;       // per iteration
+  std::vector<double> others_cores;  // other work meanwhile, OtherWork::estimate_cores (NaN: not measured)
+  std::vector<double> rep_ms;        // how long the repetition ran, all its iterations (NaN: not recorded)
+};
+
+/// Why a row's repetitions were disturbed by other work on the machine, in words; empty when they
+/// were not. `threads` are the row's threads and `cores` the machine's logical cores (0: unknown,
+/// no contention verdict). Contention needs both others_cores and rep_ms: its mean is weighted by
+/// the repetitions' lengths.
+std::string disturbance(const RowRepetitions& reps, int threads, int cores);
 
 }  // namespace pb::interference

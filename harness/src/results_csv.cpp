@@ -133,6 +133,16 @@ template <typename Row, typename Member>
 Field<Row> count_field(const char* name, Member Row::*member, bool required = true) {
   return non_negative(field(name, member, required), "a count");
 }
+// A measured estimate that may fall on either side of 0 (interference.hpp's others_cores).
+template <typename Row, typename Member>
+Field<Row> finite_field(const char* name, Member Row::*member, bool required = true) {
+  Field<Row> f = field(name, member, required);
+  f.read = [read = f.read](Row& row, const std::string& cell) {
+    if (!cell.empty() && !std::isfinite(parse_double(cell))) throw CellError("'" + cell + "' is not a finite number");
+    read(row, cell);
+  };
+  return f;
+}
 template <typename Row, typename Member>
 Field<Row> error_field(const char* name, Member Row::*member) {
   return non_negative(field(name, member), "an error or tolerance", false);
@@ -220,7 +230,7 @@ const auto& sample_fields() {
       nonempty_field("workload", &S::workload), size_field(&S::size), backend_field(&S::backend),
       device_field(&S::device), nonempty_field("phase", &S::phase), count_field("rep", &S::rep),
       time_field("ms", &S::ms), field("suite", &S::suite, false), time_field("cpu_ms", &S::cpu_ms, false),
-      count_field("others_cores", &S::others_cores, false),
+      finite_field("others_cores", &S::others_cores, false), time_field("rep_ms", &S::rep_ms, false),
   };
   return fields;
 }

@@ -237,7 +237,7 @@ IndexedSamples index_samples(const std::vector<SampleRow>& samples, const std::v
   }
   struct Repetition {
     int rep;
-    double ms, cpu_ms, others_cores;
+    double ms, cpu_ms, others_cores, rep_ms;
     bool operator<(const Repetition& other) const { return rep < other.rep; }
   };
   std::map<std::string, std::vector<Repetition>> by_rep;
@@ -250,7 +250,7 @@ IndexedSamples index_samples(const std::vector<SampleRow>& samples, const std::v
     if (std::any_of(reps.begin(), reps.end(), [&](const Repetition& r) { return r.rep == sample.rep; }))
       throw InputError(where(source, i) + ": repetition " + std::to_string(sample.rep) + " of " + row_key(sample) +
                        " appears twice");
-    reps.push_back({sample.rep, sample.ms, sample.cpu_ms, sample.others_cores});
+    reps.push_back({sample.rep, sample.ms, sample.cpu_ms, sample.others_cores, sample.rep_ms});
   }
   for (auto& [key, reps] : by_rep) {
     std::sort(reps.begin(), reps.end());
@@ -258,6 +258,7 @@ IndexedSamples index_samples(const std::vector<SampleRow>& samples, const std::v
       indexed.wall[key].push_back(rep.ms);
       indexed.cpu[key].push_back(rep.cpu_ms);
       indexed.others_cores[key].push_back(rep.others_cores);
+      indexed.rep_ms[key].push_back(rep.rep_ms);
     }
   }
   return indexed;

@@ -137,12 +137,17 @@ void set_throughput(ResultRow& row, const WorkEstimate& work, const Derivation& 
         roofline::percent_of_roofline(row.gflop_per_s, row.gb_per_s, work.bytes > 0 ? work.bytes : kMissing, *own);
 }
 
+// The row's samples in `index`; NaN for each repetition where there are none.
+std::vector<double> per_repetition(const SampleIndex* index, const ResultRow& row, size_t reps) {
+  if (index)
+    if (const auto found = index->find(row_key(row)); found != index->end()) return found->second;
+  return std::vector<double>(reps, kMissing);
+}
+
 void set_disturbed(ResultRow& row, const std::vector<double>& wall_ms, const Derivation& inputs) {
-  std::vector<double> others(wall_ms.size(), kMissing);
-  if (inputs.others_cores)
-    if (const auto found = inputs.others_cores->find(row_key(row)); found != inputs.others_cores->end())
-      others = found->second;
-  row.disturbed = interference::disturbance(wall_ms, others, row.threads, inputs.cores);
+  const interference::RowRepetitions reps{wall_ms, per_repetition(inputs.others_cores, row, wall_ms.size()),
+                                          per_repetition(inputs.rep_ms, row, wall_ms.size())};
+  row.disturbed = interference::disturbance(reps, row.threads, inputs.cores);
 }
 
 }  // namespace

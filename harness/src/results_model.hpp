@@ -64,7 +64,7 @@ std::string row_key(const SampleRow& sample);
 std::string row_name(const ResultRow& row);
 
 struct IndexedSamples {
-  SampleIndex wall, cpu, others_cores;
+  SampleIndex wall, cpu, others_cores, rep_ms;
   std::map<std::string, size_t> first_index;  // by key: the index in `samples` of its first sample
 };
 /// `samples` by the key of the row each belongs to. Older samples.csv files have no suite: such a
@@ -97,9 +97,10 @@ struct Derivation {
   const SampleIndex* samples = nullptr;
   const catalog::Catalog* catalog = nullptr;  // claims and declared work; null: none known
   std::optional<roofline::Ceilings> ceilings;  // for roofline_pct
-  // Other work's cores per repetition, parallel to `samples`, and the machine's logical cores:
-  // for `disturbed` (none without them).
+  // Other work's cores per repetition and the repetitions' lengths, parallel to `samples`, and the
+  // machine's logical cores: for `disturbed` (no contention verdict without them).
   const SampleIndex* others_cores = nullptr;
+  const SampleIndex* rep_ms = nullptr;
   int cores = 0;
 };
 

@@ -110,7 +110,7 @@ ResultRow checked_row(const LiveCase& live, const RunOptions& options) {
 
 SampleRow sample_row(const Case& c, int rep, const TimedRepetition& timed) {
   return {c.workload->name(), to_string(c.size), c.ladder->backend, c.device, c.phase_name, rep, timed.wall_ms,
-          c.workload->suite(), timed.cpu_ms, timed.others_cores};
+          c.workload->suite(), timed.cpu_ms, timed.others_cores, timed.rep_ms};
 }
 
 // ---- the worker's stages -------------------------------------------------------------------------

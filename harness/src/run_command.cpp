@@ -246,6 +246,7 @@ int write_run(const fs::path& directory, bool replacing, const fs::path& record_
   const results::IndexedSamples samples = results::index_samples(files.samples, files.rows, "the run's samples");
   results::Derivation derivation{&samples.wall, &files.catalog, ceilings};
   derivation.others_cores = &samples.others_cores;
+  derivation.rep_ms = &samples.rep_ms;
   derivation.cores = files.machine["cpu"].value("logical_cores", 0);
   results::derive_columns(files.rows, derivation);
   files.machine["machine_state"] = machine_state(record, files.rows);

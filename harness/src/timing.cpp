@@ -91,7 +91,8 @@ std::optional<TimedRepetition> run_repetition(LiveCase& live, const CaseTiming& 
   const interference::OtherWork others = interference::other_work_between(before, interference::read_cpu_clock());
   benchmark::ClearRegisteredBenchmarks();
   if (!reporter.reported_ || !reporter.error_.empty() || live.status != Status::Ok) return std::nullopt;
-  TimedRepetition timed{repetition, reporter.wall_ms_, reporter.cpu_ms_, std::move(reporter.entry_), others.cores};
+  TimedRepetition timed{repetition,   reporter.wall_ms_,     reporter.cpu_ms_, std::move(reporter.entry_),
+                        others.estimate_cores, others.seconds * 1e3};
   name_as_repetition(timed.benchmark_entry, live.spec.row_name(), repetition.case_index, repetition.rep, timing.reps);
   return timed;
 }

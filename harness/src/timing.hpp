@@ -82,7 +82,8 @@ struct TimedRepetition {
   Repetition repetition;
   double wall_ms = 0, cpu_ms = 0;
   nlohmann::json benchmark_entry;
-  double others_cores = 0;  // other work on the machine meanwhile, in cores (interference.hpp)
+  double others_cores = 0;  // other work on the machine meanwhile: OtherWork::estimate_cores
+  double rep_ms = 0;        // the repetition's length, all its iterations: the interval measured
 };
 
 /// Runs `schedule`. `starting` is called before each repetition (for the journal and progress),
