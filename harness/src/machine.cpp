@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "openmp_waiting.hpp"
 #include "phasebench/backend.hpp"
 
 namespace pb {
@@ -42,6 +43,7 @@ nlohmann::json timing_environment() {
   for (const char* name : {"OMP_NUM_THREADS", "OMP_WAIT_POLICY", "OMP_PROC_BIND", "OMP_PLACES", "GOMP_SPINCOUNT",
                            "OPENBLAS_CORETYPE", "DNNL_MAX_CPU_ISA", "ONEDNN_MAX_CPU_ISA"})
     environment[name] = getenv(name) ? getenv(name) : "";
+  environment["set_by_phasebench"] = openmp_waiting::set_by_phasebench();
   return environment;
 }
 
