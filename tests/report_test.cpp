@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -21,6 +22,7 @@
 #include "report.hpp"
 #include "report_html.hpp"
 #include "report_svg.hpp"
+#include "results_model.hpp"
 
 namespace pb {
 namespace {
@@ -138,6 +140,31 @@ TEST(Report, ShowsTheMachinesAndTheirRooflines) {
   const double peak = machine["roofline"]["peak_gflop_per_s"];
   EXPECT_NE(html.find(">" + report::format_number(bandwidth) + " GB/s</text>"), std::string::npos) << "bandwidth ceiling";
   EXPECT_NE(html.find(">" + report::format_number(peak) + " GFLOP/s fp32"), std::string::npos) << "compute ceiling";
+}
+
+// A run whose machine was busy (issue 29): the machines table says so and a section names each
+// disturbed row with why; a quiet run has no such section.
+TEST(Report, NamesTheRowsOtherWorkDisturbedAndHowBusyTheMachineWas) {
+  EXPECT_EQ(render_runs({kRunA}).find("id=\"disturbed\""), std::string::npos) << "no disturbed row, no section";
+  const fs::path busy = fresh_temp_path("report-busy-run");
+  fs::copy(kRunA, busy, fs::copy_options::recursive);
+  std::vector<ResultRow> rows = read_results_csv((busy / "results.csv").string());
+  auto timed = std::find_if(rows.begin(), rows.end(), [](const ResultRow& row) { return row.status == Status::Ok; });
+  ASSERT_NE(timed, rows.end());
+  timed->disturbed = "other work used 1.2 cores of 2 while it ran on 2 threads";
+  std::ofstream(busy / "results.csv") << results_csv(rows);
+  nlohmann::json machine = nlohmann::json::parse(std::ifstream(busy / "machine.json"));
+  machine["machine_state"] = {{"cores_to_itself", false},
+                              {"disturbed_rows", 1},
+                              {"stages", {{"timing", {{"others_cores", 1.2}, {"seconds", 10}}}}}};
+  std::ofstream(busy / "machine.json") << machine.dump();
+  const std::string html = render_runs({busy.string()});
+  const size_t section = html.find("id=\"disturbed\"");
+  ASSERT_NE(section, std::string::npos);
+  EXPECT_NE(html.find(report::escape(results::row_name(*timed)), section), std::string::npos);
+  EXPECT_NE(html.find("other work used 1.2 cores of 2 while it ran on 2 threads", section), std::string::npos);
+  EXPECT_NE(html.find("busy: other work used 1.2 cores while timing, 1 row disturbed"), std::string::npos);
+  fs::remove_all(busy);
 }
 
 // ---- the numbers behind the page -----------------------------------------------------------------

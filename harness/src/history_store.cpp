@@ -14,6 +14,7 @@
 #include "phasebench/files.hpp"
 #include "phasebench/stats.hpp"
 #include "history_steps.hpp"
+#include "interference.hpp"
 #include "results_model.hpp"
 
 namespace pb::history {
@@ -165,21 +166,6 @@ StoredRun describe(const results::RunData& run, const CiContext& ci) {
   return stored;
 }
 
-// machine.json's machine_state in a few words, for `history list`; empty when the run has none.
-std::string machine_state_in_words(const nlohmann::json& machine) {
-  if (!machine.is_object() || !machine.contains("machine_state")) return "";
-  const nlohmann::json& state = machine["machine_state"];
-  const int disturbed = state.value("disturbed_rows", 0);
-  double timing_others = 0;
-  if (state.contains("stages") && state["stages"].contains("timing"))
-    timing_others = state["stages"]["timing"].value("others_cores", 0.0);
-  if (state.value("cores_to_itself", false)) return "quiet";
-  std::ostringstream words;
-  words << std::setprecision(2) << "busy: other work used " << timing_others << " cores while timing, " << disturbed
-        << (disturbed == 1 ? " row disturbed" : " rows disturbed");
-  return words.str();
-}
-
 const char* const kRunColumns =
     "run_id, git_commit, started_at, fingerprint, hostname, branch, pull_request, complete, incomplete_reason, "
     "failed_rows, machine_json";
@@ -196,7 +182,7 @@ StoredRun stored_run_from(const SqlRow& row) {
   run.complete = text_of(row[7]) == "1";
   run.incomplete_reason = text_of(row[8]);
   run.failed_rows = std::atoi(text_of(row[9]).c_str());
-  run.machine_state = machine_state_in_words(
+  run.machine_state = interference::machine_state_in_words(
       nlohmann::json::parse(text_of(row[10]), nullptr, /*allow_exceptions=*/false));
   return run;
 }

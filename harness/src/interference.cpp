@@ -148,4 +148,18 @@ std::string disturbance(const RowRepetitions& reps, int threads, int cores) {
   return split.empty() ? busy : busy + "; " + split;
 }
 
+std::string machine_state_in_words(const nlohmann::json& machine) {
+  if (!machine.is_object() || !machine.contains("machine_state")) return "";
+  const nlohmann::json& state = machine["machine_state"];
+  const int disturbed = state.value("disturbed_rows", 0);
+  double timing_others = 0;
+  if (state.contains("stages") && state["stages"].contains("timing"))
+    timing_others = state["stages"]["timing"].value("others_cores", 0.0);
+  if (state.value("cores_to_itself", false)) return "quiet";
+  std::ostringstream words;
+  words << std::setprecision(2) << "busy: other work used " << timing_others << " cores while timing, " << disturbed
+        << (disturbed == 1 ? " row disturbed" : " rows disturbed");
+  return words.str();
+}
+
 }  // namespace pb::interference

@@ -70,4 +70,8 @@ struct RowRepetitions {
 /// the repetitions' lengths.
 std::string disturbance(const RowRepetitions& reps, int threads, int cores);
 
+/// machine.json's machine_state in a few words ("quiet"; "busy: other work used 1.1 cores while
+/// timing, 3 rows disturbed"), for `history list` and the report; empty when the run has none.
+std::string machine_state_in_words(const nlohmann::json& machine);
+
 }  // namespace pb::interference

@@ -121,6 +121,7 @@ std::string render(const std::vector<Run>& runs) {
   page += step_errors;
   page += roofline_section(runs, colors);
   page += problems_section(runs);
+  page += disturbed_section(runs);
   page += machines_section(runs);
   page += all_rows_section(runs);
   return standalone_page("phasebench report", header, page);

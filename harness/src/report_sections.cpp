@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 
+#include "interference.hpp"
 #include "phasebench/backend.hpp"
 #include "report_charts.hpp"
 #include "report_html.hpp"
@@ -542,6 +543,25 @@ std::string problems_section(const std::vector<Run>& runs) {
   return section("problems", "Failing, skipped and unsupported rows", body);
 }
 
+// ---- disturbed rows -------------------------------------------------------------------------------
+
+std::string disturbed_section(const std::vector<Run>& runs) {
+  Table table({"run", "case", "why"});
+  for (const Run& run : runs)
+    for (const ResultRow& row : run.data.rows)
+      if (!row.disturbed.empty()) {
+        table.cell(run.letter).cell(results::row_name(row)).cell(row.disturbed, "wrap");
+        table.end_row();
+      }
+  if (table.rows() == 0) return "";  // nothing to say, and no section for it
+  return section("disturbed", "Rows disturbed by other work on the machine",
+                 paragraph("Other work on the machine competed for these rows' cores while they were timed "
+                           "(results.csv's disturbed column): their times say what the machine did to them, "
+                           "not what the code does. compare, the gate and the history do not judge them; "
+                           "measure them again on a quieter machine.") +
+                     table.html());
+}
+
 // ---- machines ------------------------------------------------------------------------------------
 
 namespace {
@@ -582,6 +602,11 @@ Facts machine_facts(const nlohmann::json& machine) {
               {"git commit", top_text(machine, "git_commit")},
               {"threads", top_text(machine, "threads")},
               {"OMP_NUM_THREADS", machine_text(machine, "environment", "OMP_NUM_THREADS")}};
+  // Only where recorded (runs before issue 29 have neither).
+  if (const std::string state = interference::machine_state_in_words(machine); !state.empty())
+    facts.emplace_back("other work on the machine", state);
+  if (const std::string spin = machine_text(machine, "environment", "GOMP_SPINCOUNT"); !spin.empty() && spin != "-")
+    facts.emplace_back("GOMP_SPINCOUNT", spin);
   if (machine.is_object() && machine.contains("backends") && machine["backends"].is_object())
     for (const auto& [name, backend] : machine["backends"].items()) facts.emplace_back("backend " + name, backend_text(backend));
   return facts;

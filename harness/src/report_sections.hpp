@@ -23,6 +23,8 @@ std::string roofline_section(const std::vector<Run>& runs, const Colors& colors)
 std::string problems_section(const std::vector<Run>& runs);
 /// machine.json side by side (differences marked) and in full.
 std::string machines_section(const std::vector<Run>& runs);
+/// The rows flagged `disturbed`, with why; empty (no section) when there are none.
+std::string disturbed_section(const std::vector<Run>& runs);
 /// Every row of every run in one table per run (collapsed).
 std::string all_rows_section(const std::vector<Run>& runs);
 
