@@ -59,6 +59,24 @@ TEST(Inputs, EveryRegisteredWorkloadMakesDeterministicNonZeroInputs) {
   }
 }
 
+// What arrays.hpp promises: an input holds exactly the values its element type can, so the fp64
+// oracle computes from the very numbers an fp32 variant (or the user's code, from a dump) gets. A
+// value adjusted after rounding breaks it: trainer2's empty bank rows once got +1e4 after their
+// N(0,1) was rounded, and the oracle's bank_coord then differed from the dumped float32 input by
+// up to 5e-4 (found by the numpy check of a default-size dump).
+TEST(Inputs, EveryWorkloadsInputsAreExactlyWhatTheirElementTypeHolds) {
+  const std::vector<std::pair<SizeClass, uint64_t>> problems{
+      {SizeClass::Small, 1}, {SizeClass::Small, 2}, {SizeClass::Small, 3}, {SizeClass::Default, 1}};
+  for (const auto& workload : registered_workloads())
+    for (const auto& [size, seed] : problems)
+      for (const auto& [name, array] : workload->make_inputs(size, seed)) {
+        int64_t off = 0;
+        for (double value : array.values) off += round_to(array.element_type, value) != value;
+        EXPECT_EQ(off, 0) << workload->full_name() << " " << to_string(size) << " seed " << seed << " input " << name
+                          << ": values not representable as " << element_type_name(array.element_type);
+      }
+}
+
 TEST(Npy, HeaderIsVersion1AlignedTo64Bytes) {
   HostArray array = HostArray::zeros({2, 3}, ElementType::Float32);
   array.values = {1, 2, 3, 4, 5, 6};

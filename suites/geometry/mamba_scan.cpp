@@ -62,8 +62,9 @@ class MambaScan final : public Workload {
     uniform(kSigma, S, 0.8, 0.84);
     if (size == SizeClass::Small) {
       const HostArray beyond = uniform_array(seed, p + "sigma_beyond_clamp", {2}, 0, 1);
-      in[kSigma].values[0] = 0.3 + 0.15 * beyond.values[0];  // clamped up to 0.5
-      in[kSigma].values[4] = 2.1 + 0.3 * beyond.values[1];   // clamped down to 2
+      // Rounded again: the oracle must compute from the very floats the variants get.
+      in[kSigma].values[0] = round_to(ElementType::Float32, 0.3 + 0.15 * beyond.values[0]);  // clamped up to 0.5
+      in[kSigma].values[4] = round_to(ElementType::Float32, 2.1 + 0.3 * beyond.values[1]);   // clamped down to 2
     }
     weight(kGateW, d.inner, d.inner);
     uniform(kGateB, d.inner, -0.1, 0.1);

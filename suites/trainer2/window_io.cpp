@@ -54,8 +54,12 @@ ArrayMap make_window_inputs(SizeClass size, uint64_t seed) {
   ArrayMap in;
   in["O"] = normal_array(seed, "trainer2/O", {s.batch, s.tokens, s.state_dim}, 0, 1);
   in["bank_coord"] = normal_array(seed, "trainer2/bank_coord", {s.bank_rows, n}, 0, 1);
+  // Rounded again after the shift: the oracle must compute from the very floats the variants get.
   for (int64_t row = bank_fill(s.bank_rows); row < s.bank_rows; ++row)
-    for (int64_t i = 0; i < n; ++i) in["bank_coord"].values[row * n + i] += 1e4;
+    for (int64_t i = 0; i < n; ++i) {
+      double& value = in["bank_coord"].values[row * n + i];
+      value = round_to(ElementType::Float32, value + 1e4);
+    }
   in["bank_state"] = normal_array(seed, "trainer2/bank_state", {s.bank_rows, s.state_dim}, 0, 1);
   in["F0"] = normal_array(seed, "trainer2/F0",
                           {s.field_nx, s.field_ny, s.field_channels, s.field_channels, 2}, 0, 0.3);
