@@ -14,6 +14,7 @@ packages=(
   libfftw3-dev                                   # FFTW (lior_memory_conv's FFT phase; optional)
   libsqlite3-dev libpq-dev postgresql            # results history: SQLite file, PostgreSQL (server for tests)
   python3 python3-numpy                          # the dump round-trip test loads .npy with numpy
+  python3-torch                                  # runs docs/check-your-code.md's PyTorch examples
   libbenchmark-tools python3-scipy               # Google Benchmark's compare.py, run on benchmark.json
   chromium                                       # the report test opens report.html headless
   clang-14 libclang-rt-14-dev                    # libFuzzer for the fuzz harnesses (ci/fuzz.sh)

@@ -94,6 +94,23 @@ INSTANTIATE_TEST_SUITE_P(
                       NumpyCheck{"geometry/mamba_scan", "check_mamba_scan_dump.py"}),
     case_name);
 
+// ---- the PyTorch examples of docs/check-your-code.md -------------------------------------------------
+
+// Each example of the page, pasted together as the page says, computes its workload's outputs with
+// PyTorch from a fresh dump, and `check` passes them (tests/python/run_doc_examples.py). Where this
+// Python has no torch (python3-torch is among ci/install-deps.sh's packages) there is nothing to run.
+TEST(CheckYourCodePage, EveryPyTorchExamplePassesCheck) {
+  if (run_command("/usr/bin/python3 -c 'import torch, numpy' 2>&1").exit_code != 0)
+    GTEST_SKIP() << "/usr/bin/python3 has no torch (Debian: python3-torch)";
+  const fs::path workdir = fresh_temp_path("doc-examples");
+  const auto ran = run_command(std::string("/usr/bin/python3 ") + PHASEBENCH_TESTS_DIR + "/python/run_doc_examples.py " +
+                               PHASEBENCH_TESTS_DIR + "/../docs/check-your-code.md " + PHASEBENCH_EXECUTABLE + " " +
+                               workdir.string() + " 2>&1");
+  EXPECT_EQ(ran.exit_code, 0) << ran.output;
+  EXPECT_NE(ran.output.find("5 examples of docs/check-your-code.md pass"), std::string::npos) << ran.output;
+  fs::remove_all(workdir);
+}
+
 // ---- every workload: its own reference, as outputs, passes -------------------------------------------
 
 // The fp64 reference copied as the outputs (cast to float32, as a PyTorch model computes them):
