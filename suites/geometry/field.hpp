@@ -57,6 +57,8 @@ inline constexpr const char* kDepthwiseStencil = "depthwise_stencil";  // one st
 inline constexpr const char* kHostReadBranch = "host_read_branch";
 // both: the seed's torch.compile (TorchScript in LibTorch, one fused kernel or post-op chain elsewhere)
 inline constexpr const char* kCompiled = "compiled";
+// hamiltonian, beyond the seed: each site's channels as one contiguous vectorized run
+inline constexpr const char* kVectorizedStencil = "vectorized_stencil";
 
 // ---- inputs and outputs ---------------------------------------------------------------------------
 

@@ -54,6 +54,10 @@ class Hamiltonian final : public Workload {
          "the seed's torch.compile of hamiltonian_evolution: TorchScript in LibTorch, one fused "
          "stencil + potential kernel (or one primitive with post-ops) elsewhere",
          true, 1.5, 3.0},
+        {3, kVectorizedStencil,
+         "beyond the seed: one pass in which each site's D*D channels are one contiguous run, read "
+         "beside the same runs of its four neighbours (found once per site, not per value) and "
+         "vectorized; what the streaming bound of the stencil asks for (docs/geometry.md)"},
     };
   }
 
