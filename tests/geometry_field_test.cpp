@@ -7,12 +7,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
 #include "broken_variant.hpp"
 #include "case_runner.hpp"
 #include "optimized/geometry/bayesian-cuda.cuh"
+#include "optimized/geometry/bayesian-exp.hpp"
 #include "optimized/geometry/hamiltonian-cuda.cuh"
 #include "phasebench/backend.hpp"
 #include "phasebench/check.hpp"
@@ -166,6 +168,37 @@ TEST(GeometryFieldCudaBodies, BayesianEveryPhaseMatchesTheOracleInBothBranches) 
 }
 
 // ---- dumps against numpy ---------------------------------------------------------------------
+
+// bayesian's vectorized_weights computes its weights with exp_nonpositive instead of expf: within
+// 1 ulp of glibc's expf over [-200, 0] (every 31st float, and every float from -110 to -80, where
+// results turn subnormal and then 0), exactly 1 at 0 and -0 (the far-evidence seeds' twelve
+// weights must be exactly 1) and exactly 0 where expf is (their other weights must vanish, or Z
+// would pass the threshold).
+TEST(GeometryFieldExp, WithinOneUlpOfExpfAndExactAtBothEnds) {
+  EXPECT_EQ(optimized::geometry::exp_nonpositive(0.0f), 1.0f);
+  EXPECT_EQ(optimized::geometry::exp_nonpositive(-0.0f), 1.0f);
+  EXPECT_EQ(optimized::geometry::exp_nonpositive(-600.0f), 0.0f);  // the far seeds' -|F - E|^2 / tau
+  const auto bits_of = [](float x) {
+    uint32_t bits;
+    std::memcpy(&bits, &x, sizeof x);
+    return bits;
+  };
+  int64_t worst_ulps = 0, zeros_differ = 0, compared = 0;
+  float worst_at = 0;
+  const auto compare = [&](uint32_t bits) {  // a negative float's bits grow as it does in magnitude
+    float x;
+    std::memcpy(&x, &bits, sizeof x);
+    const float mine = optimized::geometry::exp_nonpositive(x), libm = std::exp(x);
+    zeros_differ += (mine == 0) != (libm == 0);
+    const int64_t ulps = std::abs(int64_t(bits_of(mine)) - int64_t(bits_of(libm)));
+    if (ulps > worst_ulps) worst_ulps = ulps, worst_at = x;
+    ++compared;
+  };
+  for (uint32_t bits = bits_of(-0.0f); bits <= bits_of(-200.0f); bits += 31) compare(bits);
+  for (uint32_t bits = bits_of(-80.0f); bits <= bits_of(-110.0f); ++bits) compare(bits);
+  EXPECT_LE(worst_ulps, 1) << "at x = " << worst_at << " (" << compared << " values compared)";
+  EXPECT_EQ(zeros_differ, 0);
+}
 
 TEST(GeometryFieldDump, IndependentNumpyImplementationsAgree) {
   for (const char* name : {"hamiltonian", "bayesian"})

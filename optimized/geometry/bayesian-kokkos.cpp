@@ -10,6 +10,9 @@
 // into a host scalar (the host waits: one host sync) and the branch taken on the host (a posterior
 // kernel or a copy of F). With compiled (the seed), two kernels: one
 // reduction that also stores the weights, one kernel writing the posterior and the update.
+// With vectorized_weights (beyond the seed), the same two passes over runs of kRun values, each a
+// loop the compiler vectorizes: the weights from exp_nonpositive (bayesian-exp.hpp) instead of a
+// libm call per value, Z's terms summed per run in kLanes float lanes and the runs' sums in double.
 // Z is summed in double (reference/geometry/bayesian.hpp says why). Every View is allocated in
 // setup(): run() allocates nothing.
 
@@ -18,6 +21,7 @@
 #include <string>
 
 #include "backends/kokkos/kokkos_backend.hpp"
+#include "optimized/geometry/bayesian-exp.hpp"
 #include "suites/geometry/field.hpp"
 
 namespace pb::kokkos_backend {
@@ -34,11 +38,102 @@ const std::string kPosteriorLabel = "bayesian/posterior";
 const std::string kUpdateLabel = "bayesian/update";
 const std::string kFusedZLabel = "bayesian/fused_Z";
 const std::string kFusedLabel = "bayesian/fused_posterior_update";
+const std::string kRunZLabel = "bayesian/vectorized_Z";
+const std::string kRunLabel = "bayesian/vectorized_posterior_update";
+
+// vectorized_weights works on runs of kRun complex values (the last run shorter), one Kokkos index
+// per run; within a run Z's terms go to kLanes float partial sums (one vector register of AVX-512),
+// which the compiler keeps in vector registers. A run's float sum of at most 64 terms per lane
+// loses ~1e-7 of it; the runs' sums are added in double, as the other phases add every term.
+constexpr int64_t kRun = 1024;
+
+// The weights, posterior and update never overlap F or E (separate Views), which GCC cannot prove
+// through the pointers: told, it vectorizes the loops without run-time overlap checks.
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+#define PB_BAYESIAN_IVDEP _Pragma("GCC ivdep")
+#else
+#define PB_BAYESIAN_IVDEP
+#endif
+constexpr int kLanes = 16;
+
+/// Where run `run` of a field of `count` complex values ends.
+KOKKOS_INLINE_FUNCTION int64_t run_end(int64_t run, int64_t count) {
+  return (run + 1) * kRun < count ? (run + 1) * kRun : count;
+}
+
+/// The weight of complex value k and its term of Z: (w, w |F|^2).
+KOKKOS_INLINE_FUNCTION float vectorized_weight(const float* f, const float* e, int64_t k) {
+  const float d_re = f[2 * k] - e[2 * k], d_im = f[2 * k + 1] - e[2 * k + 1];
+  return pb::optimized::geometry::exp_nonpositive(-ref::squared_modulus(d_re, d_im) / float(ref::kTau));
+}
+
+/// Stores the weights of values [begin, end) and returns their sum of w |F|^2.
+KOKKOS_INLINE_FUNCTION double weights_of_run(const float* f, const float* e, float* w, int64_t begin, int64_t end) {
+  float lanes[kLanes] = {};
+  int64_t k = begin;
+  for (; k + kLanes <= end; k += kLanes)
+    PB_BAYESIAN_IVDEP
+    for (int lane = 0; lane < kLanes; ++lane) {
+      w[k + lane] = vectorized_weight(f, e, k + lane);
+      lanes[lane] += w[k + lane] * ref::squared_modulus(f[2 * (k + lane)], f[2 * (k + lane) + 1]);
+    }
+  double sum = 0;
+  for (; k < end; ++k) {
+    w[k] = vectorized_weight(f, e, k);
+    sum += double(w[k] * ref::squared_modulus(f[2 * k], f[2 * k + 1]));
+  }
+  for (float lane : lanes) sum += double(lane);
+  return sum;
+}
+
+/// The posterior and the update of values [begin, end), one branch-free loop per branch.
+KOKKOS_INLINE_FUNCTION void posterior_update_of_run(const float* f, const float* w, float z, float* posterior,
+                                                    float* update, int64_t begin, int64_t end) {
+  if (ref::normalizable(z)) {
+    PB_BAYESIAN_IVDEP
+    for (int64_t k = begin; k < end; ++k) {  // real part, then imaginary part
+      const float real = ref::posterior_component(w[k], f[2 * k], z, true);
+      const float imaginary = ref::posterior_component(w[k], f[2 * k + 1], z, true);
+      posterior[2 * k] = real;
+      posterior[2 * k + 1] = imaginary;
+      update[2 * k] = ref::update_component(real, f[2 * k]);
+      update[2 * k + 1] = ref::update_component(imaginary, f[2 * k + 1]);
+    }
+  } else {
+    for (int64_t i = 2 * begin; i < 2 * end; ++i) {
+      posterior[i] = f[i];
+      update[i] = ref::update_component(f[i], f[i]);
+    }
+  }
+}
+
+// The build targets baseline x86-64 (128-bit SSE2). When every kernel runs on the host and the
+// compiler is GCC on x86-64, the two run loops are also compiled for x86-64-v3 (AVX2) and v4
+// (AVX-512), and the loader picks the clone this CPU runs (ifunc), as spinlock's profile_guided
+// does. No fp-contract: the clones round as the baseline code does.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(KOKKOS_ENABLE_CUDA) && \
+    !defined(KOKKOS_ENABLE_HIP) && !defined(KOKKOS_ENABLE_SYCL) && !defined(KOKKOS_ENABLE_OPENMPTARGET)
+#define PB_BAYESIAN_CLONED __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+PB_BAYESIAN_CLONED double weights_of_run_cloned(const float* f, const float* e, float* w, int64_t begin, int64_t end) {
+  return weights_of_run(f, e, w, begin, end);
+}
+PB_BAYESIAN_CLONED void posterior_update_of_run_cloned(const float* f, const float* w, float z, float* posterior,
+                                                       float* update, int64_t begin, int64_t end) {
+  posterior_update_of_run(f, w, z, posterior, update, begin, end);
+}
+#define PB_BAYESIAN_WEIGHTS_OF_RUN weights_of_run_cloned
+#define PB_BAYESIAN_POSTERIOR_UPDATE_OF_RUN posterior_update_of_run_cloned
+#else
+#define PB_BAYESIAN_WEIGHTS_OF_RUN weights_of_run
+#define PB_BAYESIAN_POSTERIOR_UPDATE_OF_RUN posterior_update_of_run
+#endif
 
 class BayesianKokkos final : public Variant {
  public:
   explicit BayesianKokkos(const VariantContext& context)
-      : host_read_branch_(context.has(geo::kHostReadBranch)), compiled_(context.has(geo::kCompiled)) {}
+      : host_read_branch_(context.has(geo::kHostReadBranch)),
+        compiled_(context.has(geo::kCompiled)),
+        vectorized_(context.has(geo::kVectorizedWeights)) {}
 
   void setup(const ArrayMap& inputs) override {
     field_ = require(inputs, geo::kField);
@@ -60,6 +155,7 @@ class BayesianKokkos final : public Variant {
   }
 
   void run() override {
+    if (vectorized_) return vectorized();
     if (compiled_) return fused();
     weights();
     if (host_read_branch_) {
@@ -142,7 +238,21 @@ class BayesianKokkos final : public Variant {
     });
   }
 
-  bool host_read_branch_, compiled_;
+  /// vectorized_weights: the two passes of compiled, a run of kRun values per index.
+  void vectorized() {
+    const Vec f = f_, e = e_, w = w_, posterior = posterior_, update = update_;
+    const Scalar z = z_;
+    const int64_t count = count_, runs = (count_ + kRun - 1) / kRun;
+    Kokkos::parallel_reduce(kRunZLabel, RangePolicy(0, runs), KOKKOS_LAMBDA(int64_t run, double& sum) {
+      sum += PB_BAYESIAN_WEIGHTS_OF_RUN(f.data(), e.data(), w.data(), run * kRun, run_end(run, count));
+    }, z);
+    Kokkos::parallel_for(kRunLabel, RangePolicy(0, runs), KOKKOS_LAMBDA(int64_t run) {
+      PB_BAYESIAN_POSTERIOR_UPDATE_OF_RUN(f.data(), w.data(), float(z()), posterior.data(), update.data(),
+                                          run * kRun, run_end(run, count));
+    });
+  }
+
+  bool host_read_branch_, compiled_, vectorized_;
   HostArray field_;
   int64_t count_ = 0;  // complex values
   Vec f_, e_, w_, posterior_, update_;
@@ -150,7 +260,7 @@ class BayesianKokkos final : public Variant {
 };
 
 const VariantRegistration registration{
-    "geometry/bayesian", "kokkos", {geo::kBaseline, geo::kCompiled, geo::kHostReadBranch},
+    "geometry/bayesian", "kokkos", {geo::kBaseline, geo::kCompiled, geo::kHostReadBranch, geo::kVectorizedWeights},
     [](const VariantContext& context) { return std::make_unique<BayesianKokkos>(context); }};
 
 }  // namespace

@@ -120,6 +120,11 @@ class Bayesian final : public Workload {
          "read back by the host (one host sync) to choose between w F / (Z + eps) and F; compiled "
          "turned off, so phase 0 is what it compares with",
          true, PhaseInfo::kNoClaim, PhaseInfo::kNoClaim, {}, {kCompiled}},
+        {3, kVectorizedWeights,
+         "beyond the seed, on the device branch (host_read_branch turned off): compiled's two passes "
+         "as loops the compiler vectorizes, the weights from a polynomial exp within 1 ulp of expf "
+         "instead of a libm call per value; what the bound of the update asks for (docs/geometry.md)",
+         true, PhaseInfo::kNoClaim, PhaseInfo::kNoClaim, {}, {kHostReadBranch}},
     };
   }
 

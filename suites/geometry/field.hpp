@@ -59,6 +59,8 @@ inline constexpr const char* kHostReadBranch = "host_read_branch";
 inline constexpr const char* kCompiled = "compiled";
 // hamiltonian, beyond the seed: each site's channels as one contiguous vectorized run
 inline constexpr const char* kVectorizedStencil = "vectorized_stencil";
+// bayesian, beyond the seed: compiled's two passes as vectorized loops, the weights' exp included
+inline constexpr const char* kVectorizedWeights = "vectorized_weights";
 
 // ---- inputs and outputs ---------------------------------------------------------------------------
 

@@ -1,0 +1,51 @@
+#pragma once
+// e^x in fp32 as an expression the compiler vectorizes, for geometry/bayesian's vectorized_weights
+// phase. glibc's expf is one call per value (its vector versions are used only with -ffast-math),
+// and a call per value keeps the weights loop scalar: at the default size the exps alone took most
+// of the kernel. This is the textbook construction: x = n ln2 + r with |r| <= ln2/2 (Cody-Waite,
+// ln2 in two parts), e^r by its Taylor polynomial to degree 7 (truncation below 1e-8 relative),
+// and 2^n applied as two factors 2^(n/2) 2^(n - n/2), so that results down to the subnormals are
+// formed and everything below e^-104 is exactly 0, as expf gives.
+//
+// Domain: -4e6 <= x <= 0 (the weights' -|F - E|^2 / tau; the round-to-integer trick needs
+// |x log2 e| < 2^22). Compared with glibc's expf at every float in [-200, 0] once (2026-11-27):
+// within 1 ulp, 0 exactly where expf is 0, e^0 = e^-0 = 1 exactly; the test checks a sample of
+// that range and every float where results turn subnormal (tests/geometry_field_test.cpp).
+
+#include <cstdint>
+#include <cstring>
+
+#include "phasebench/host_device.hpp"
+
+namespace pb::optimized::geometry {
+
+PB_HOST_DEVICE inline float exp_nonpositive(float x) {
+  // Adding 1.5 * 2^23 rounds x log2 e to the nearest integer in the low bits of the sum.
+  const float shifter = 12582912.0f;
+  const float shifted = x * 1.44269504088896341f + shifter;
+  const float n = shifted - shifter;
+  int32_t shifted_bits, shifter_bits;
+  std::memcpy(&shifted_bits, &shifted, sizeof shifted);
+  std::memcpy(&shifter_bits, &shifter, sizeof shifter);
+  int32_t exponent = shifted_bits - shifter_bits;
+  const float r = (x - n * 0.693145751953125f) - n * 1.428606765330187045e-06f;
+  float p = 1.0f / 5040;
+  p = p * r + 1.0f / 720;
+  p = p * r + 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  // An integer clamp (a float one is a branch GCC does not vectorize under strict IEEE):
+  // 2^-127 2^-127 is two zero factors, so e^x is exactly 0 from x = -176 down.
+  exponent = exponent < -254 ? -254 : exponent;
+  const int32_t half = exponent >> 1;
+  const int32_t first_bits = (half + 127) << 23, second_bits = (exponent - half + 127) << 23;
+  float first, second;
+  std::memcpy(&first, &first_bits, sizeof first);
+  std::memcpy(&second, &second_bits, sizeof second);
+  return p * first * second;
+}
+
+}  // namespace pb::optimized::geometry
