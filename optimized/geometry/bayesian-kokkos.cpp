@@ -10,7 +10,7 @@
 // into a host scalar (the host waits: one host sync) and the branch taken on the host (a posterior
 // kernel or a copy of F). With compiled (the seed), two kernels: one
 // reduction that also stores the weights, one kernel writing the posterior and the update.
-// With vectorized_weights (beyond the seed), the same two passes over runs of kRun values, each a
+// With vectorized_weights (beyond the seed), the same two passes over runs of values, each a
 // loop the compiler vectorizes: the weights from exp_nonpositive (bayesian-exp.hpp) instead of a
 // libm call per value, Z's terms summed per run in kLanes float lanes and the runs' sums in double.
 // Z is summed in double (reference/geometry/bayesian.hpp says why). Every View is allocated in
@@ -41,11 +41,12 @@ const std::string kFusedLabel = "bayesian/fused_posterior_update";
 const std::string kRunZLabel = "bayesian/vectorized_Z";
 const std::string kRunLabel = "bayesian/vectorized_posterior_update";
 
-// vectorized_weights works on runs of kRun complex values (the last run shorter), one Kokkos index
-// per run; within a run Z's terms go to kLanes float partial sums (one vector register of AVX-512),
-// which the compiler keeps in vector registers. A run's float sum of at most 64 terms per lane
-// loses ~1e-7 of it; the runs' sums are added in double, as the other phases add every term.
-constexpr int64_t kRun = 1024;
+// vectorized_weights splits the field into kRuns runs (one Kokkos index each: enough for every
+// thread of a large machine to get several), each a multiple of kLanes values long but the last;
+// within a run Z's terms go to kLanes float partial sums (one vector register of AVX-512) per block
+// of kBlock values, and the blocks' sums are added in double, as the other phases add every term. At the small size (168
+// values) that is 11 runs of 16, the last one 8 long, so `verify --size small` checks the bounds.
+constexpr int64_t kRuns = 64;
 
 // The weights, posterior and update never overlap F or E (separate Views), which GCC cannot prove
 // through the pointers: told, it vectorizes the loops without run-time overlap checks.
@@ -55,10 +56,17 @@ constexpr int64_t kRun = 1024;
 #define PB_BAYESIAN_IVDEP
 #endif
 constexpr int kLanes = 16;
+constexpr int64_t kBlock = 64 * kLanes;
 
-/// Where run `run` of a field of `count` complex values ends.
-KOKKOS_INLINE_FUNCTION int64_t run_end(int64_t run, int64_t count) {
-  return (run + 1) * kRun < count ? (run + 1) * kRun : count;
+/// How long each run is: count / kRuns rounded up to whole lanes.
+inline int64_t run_length_of(int64_t count) {
+  const int64_t lanes = (count + kRuns * kLanes - 1) / (kRuns * kLanes);
+  return lanes * kLanes;
+}
+
+/// Where run `run` of runs of `length` ends in a field of `count` complex values.
+KOKKOS_INLINE_FUNCTION int64_t run_end(int64_t run, int64_t length, int64_t count) {
+  return (run + 1) * length < count ? (run + 1) * length : count;
 }
 
 /// The weight of complex value k and its term of Z: (w, w |F|^2).
@@ -67,22 +75,26 @@ KOKKOS_INLINE_FUNCTION float vectorized_weight(const float* f, const float* e, i
   return pb::optimized::geometry::exp_nonpositive(-ref::squared_modulus(d_re, d_im) / float(ref::kTau));
 }
 
-/// Stores the weights of values [begin, end) and returns their sum of w |F|^2.
+/// Stores the weights of values [begin, end) and returns their sum of w |F|^2: per block of
+/// kBlock values in kLanes float lanes (at most kBlock / kLanes = 64 terms each, so a block's float
+/// sum is good to 64 ulp at worst, ~4e-6), the blocks' sums in double.
 KOKKOS_INLINE_FUNCTION double weights_of_run(const float* f, const float* e, float* w, int64_t begin, int64_t end) {
-  float lanes[kLanes] = {};
-  int64_t k = begin;
-  for (; k + kLanes <= end; k += kLanes)
-    PB_BAYESIAN_IVDEP
-    for (int lane = 0; lane < kLanes; ++lane) {
-      w[k + lane] = vectorized_weight(f, e, k + lane);
-      lanes[lane] += w[k + lane] * ref::squared_modulus(f[2 * (k + lane)], f[2 * (k + lane) + 1]);
-    }
   double sum = 0;
+  int64_t k = begin;
+  while (k + kLanes <= end) {
+    float lanes[kLanes] = {};
+    for (const int64_t block_end = k + kBlock < end ? k + kBlock : end; k + kLanes <= block_end; k += kLanes)
+      PB_BAYESIAN_IVDEP
+      for (int lane = 0; lane < kLanes; ++lane) {
+        w[k + lane] = vectorized_weight(f, e, k + lane);
+        lanes[lane] += w[k + lane] * ref::squared_modulus(f[2 * (k + lane)], f[2 * (k + lane) + 1]);
+      }
+    for (float lane : lanes) sum += double(lane);
+  }
   for (; k < end; ++k) {
     w[k] = vectorized_weight(f, e, k);
     sum += double(w[k] * ref::squared_modulus(f[2 * k], f[2 * k + 1]));
   }
-  for (float lane : lanes) sum += double(lane);
   return sum;
 }
 
@@ -238,17 +250,17 @@ class BayesianKokkos final : public Variant {
     });
   }
 
-  /// vectorized_weights: the two passes of compiled, a run of kRun values per index.
+  /// vectorized_weights: the two passes of compiled, one run of the field per index.
   void vectorized() {
     const Vec f = f_, e = e_, w = w_, posterior = posterior_, update = update_;
     const Scalar z = z_;
-    const int64_t count = count_, runs = (count_ + kRun - 1) / kRun;
+    const int64_t count = count_, length = run_length_of(count_), runs = (count_ + length - 1) / length;
     Kokkos::parallel_reduce(kRunZLabel, RangePolicy(0, runs), KOKKOS_LAMBDA(int64_t run, double& sum) {
-      sum += PB_BAYESIAN_WEIGHTS_OF_RUN(f.data(), e.data(), w.data(), run * kRun, run_end(run, count));
+      sum += PB_BAYESIAN_WEIGHTS_OF_RUN(f.data(), e.data(), w.data(), run * length, run_end(run, length, count));
     }, z);
     Kokkos::parallel_for(kRunLabel, RangePolicy(0, runs), KOKKOS_LAMBDA(int64_t run) {
       PB_BAYESIAN_POSTERIOR_UPDATE_OF_RUN(f.data(), w.data(), float(z()), posterior.data(), update.data(),
-                                          run * kRun, run_end(run, count));
+                                          run * length, run_end(run, length, count));
     });
   }
 
