@@ -12,7 +12,7 @@
 // reduction that also stores the weights, one kernel writing the posterior and the update.
 // With vectorized_weights (beyond the seed), the same two passes over runs of values, each a
 // loop the compiler vectorizes: the weights from exp_nonpositive (bayesian-exp.hpp) instead of a
-// libm call per value, Z's terms summed per run in kLanes float lanes and the runs' sums in double.
+// libm call per value, Z's terms in kLanes float lanes per block and the blocks' sums in double.
 // Z is summed in double (reference/geometry/bayesian.hpp says why). Every View is allocated in
 // setup(): run() allocates nothing.
 
@@ -20,6 +20,7 @@
 
 #include <string>
 
+#include "backends/kokkos/host_vectorization.hpp"
 #include "backends/kokkos/kokkos_backend.hpp"
 #include "optimized/geometry/bayesian-exp.hpp"
 #include "suites/geometry/field.hpp"
@@ -44,17 +45,10 @@ const std::string kRunLabel = "bayesian/vectorized_posterior_update";
 // vectorized_weights splits the field into kRuns runs (one Kokkos index each: enough for every
 // thread of a large machine to get several), each a multiple of kLanes values long but the last;
 // within a run Z's terms go to kLanes float partial sums (one vector register of AVX-512) per block
-// of kBlock values, and the blocks' sums are added in double, as the other phases add every term. At the small size (168
-// values) that is 11 runs of 16, the last one 8 long, so `verify --size small` checks the bounds.
+// of kBlock values, and the blocks' sums are added in double, as the other phases add every term.
+// At the small size (168 values) that is 11 runs of 16, the last one 8 long, so `verify --size
+// small` checks the bounds.
 constexpr int64_t kRuns = 64;
-
-// The weights, posterior and update never overlap F or E (separate Views), which GCC cannot prove
-// through the pointers: told, it vectorizes the loops without run-time overlap checks.
-#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
-#define PB_BAYESIAN_IVDEP _Pragma("GCC ivdep")
-#else
-#define PB_BAYESIAN_IVDEP
-#endif
 constexpr int kLanes = 16;
 constexpr int64_t kBlock = 64 * kLanes;
 
@@ -84,7 +78,7 @@ KOKKOS_INLINE_FUNCTION double weights_of_run(const float* f, const float* e, flo
   while (k + kLanes <= end) {
     float lanes[kLanes] = {};
     for (const int64_t block_end = k + kBlock < end ? k + kBlock : end; k + kLanes <= block_end; k += kLanes)
-      PB_BAYESIAN_IVDEP
+      PB_KOKKOS_IVDEP  // w, posterior and update are Views of their own
       for (int lane = 0; lane < kLanes; ++lane) {
         w[k + lane] = vectorized_weight(f, e, k + lane);
         lanes[lane] += w[k + lane] * ref::squared_modulus(f[2 * (k + lane)], f[2 * (k + lane) + 1]);
@@ -102,7 +96,7 @@ KOKKOS_INLINE_FUNCTION double weights_of_run(const float* f, const float* e, flo
 KOKKOS_INLINE_FUNCTION void posterior_update_of_run(const float* f, const float* w, float z, float* posterior,
                                                     float* update, int64_t begin, int64_t end) {
   if (ref::normalizable(z)) {
-    PB_BAYESIAN_IVDEP
+    PB_KOKKOS_IVDEP  // w, posterior and update are Views of their own
     for (int64_t k = begin; k < end; ++k) {  // real part, then imaginary part
       const float real = ref::posterior_component(w[k], f[2 * k], z, true);
       const float imaginary = ref::posterior_component(w[k], f[2 * k + 1], z, true);
@@ -119,13 +113,10 @@ KOKKOS_INLINE_FUNCTION void posterior_update_of_run(const float* f, const float*
   }
 }
 
-// The build targets baseline x86-64 (128-bit SSE2). When every kernel runs on the host and the
-// compiler is GCC on x86-64, the two run loops are also compiled for x86-64-v3 (AVX2) and v4
-// (AVX-512), and the loader picks the clone this CPU runs (ifunc), as spinlock's profile_guided
-// does. No fp-contract: the clones round as the baseline code does.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(KOKKOS_ENABLE_CUDA) && \
-    !defined(KOKKOS_ENABLE_HIP) && !defined(KOKKOS_ENABLE_SYCL) && !defined(KOKKOS_ENABLE_OPENMPTARGET)
-#define PB_BAYESIAN_CLONED __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+// Both run loops also compiled for AVX2 and AVX-512 where the host allows it
+// (host_vectorization.hpp). No fp-contract: the clones round as the baseline code does.
+#ifdef PB_KOKKOS_HOST_ISA_CLONES
+#define PB_BAYESIAN_CLONED __attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS)))
 PB_BAYESIAN_CLONED double weights_of_run_cloned(const float* f, const float* e, float* w, int64_t begin, int64_t end) {
   return weights_of_run(f, e, w, begin, end);
 }

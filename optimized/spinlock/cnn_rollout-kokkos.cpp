@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/kokkos/host_vectorization.hpp"
 #include "backends/kokkos/kokkos_backend.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/spinlock/cnn_rollout.hpp"
@@ -131,18 +132,13 @@ KOKKOS_INLINE_FUNCTION float gelu_rational(float v, bool tanh_form) {
 
 // `in` and `out` of a normalize row are the same memory in fp32 (in place): no element
 // is read after another iteration wrote it, which GCC cannot prove, so it is told (ivdep).
-#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
-#define PB_SPINLOCK_IVDEP _Pragma("GCC ivdep")
-#else
-#define PB_SPINLOCK_IVDEP
-#endif
 
 /// out[x] = GELU((in[x] - mean) scale + shift) through gelu_rational over one row (profile_guided).
 /// The form is a template parameter so that the loop body has no branch.
 template <class P, bool kTanhForm>
 KOKKOS_INLINE_FUNCTION void normalize_gelu_row(const float* in, typename P::Storage* out, int width, float mean,
                                                float scale, float shift) {
-  PB_SPINLOCK_IVDEP
+  PB_KOKKOS_IVDEP
   for (int x = 0; x < width; ++x) out[x] = P::store(gelu_rational((in[x] - mean) * scale + shift, kTanhForm));
 }
 
@@ -371,10 +367,8 @@ KOKKOS_INLINE_FUNCTION void convolve_run_3x3(const Block<P>& b, int n, int o, in
 // compiler is GCC on x86-64, the flat 3x3 run is also compiled for x86-64-v3 (AVX2, FMA) and v4
 // (AVX-512), and the loader picks the clone this CPU runs (ifunc); fp-contract=fast lets the
 // clones use FMA (a rounding difference well inside the fp32 budget).
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(KOKKOS_ENABLE_CUDA) && \
-    !defined(KOKKOS_ENABLE_HIP) && !defined(KOKKOS_ENABLE_SYCL) && !defined(KOKKOS_ENABLE_OPENMPTARGET)
-#define PB_SPINLOCK_HOST_ISA_CLONES 1
-#define PB_SPINLOCK_CLONED __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), optimize("fp-contract=fast")))
+#ifdef PB_KOKKOS_HOST_ISA_CLONES
+#define PB_SPINLOCK_CLONED __attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS), optimize("fp-contract=fast")))
 PB_SPINLOCK_CLONED void convolve_run_cloned(const Block<Fp32>& b, int n, int o, int64_t begin, int64_t end, float* out) {
   convolve_run_3x3(b, n, o, begin, end, out);
 }
@@ -394,7 +388,7 @@ PB_SPINLOCK_CLONED void normalize_tanh_gelu_row_cloned(const float* in, std::uin
 
 template <class P>
 KOKKOS_INLINE_FUNCTION void convolve_run(const Block<P>& b, int n, int o, int64_t begin, int64_t end, float* out) {
-#ifdef PB_SPINLOCK_HOST_ISA_CLONES
+#ifdef PB_KOKKOS_HOST_ISA_CLONES
   convolve_run_cloned(b, n, o, begin, end, out);
 #else
   convolve_run_3x3(b, n, o, begin, end, out);
@@ -406,7 +400,7 @@ template <class P>
 KOKKOS_INLINE_FUNCTION void normalize_gelu(const float* in, typename P::Storage* out, int width, float mean, float scale,
                                            float shift) {
   constexpr bool kTanhForm = !std::is_same_v<P, Fp32>;
-#ifdef PB_SPINLOCK_HOST_ISA_CLONES
+#ifdef PB_KOKKOS_HOST_ISA_CLONES
   if constexpr (kTanhForm) {
     return normalize_tanh_gelu_row_cloned(in, out, width, mean, scale, shift);
   } else {

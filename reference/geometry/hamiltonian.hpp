@@ -30,14 +30,22 @@ PB_HOST_DEVICE inline int64_t wrap(int64_t i, int64_t step, int64_t n) {
   return j < 0 ? j + n : (j >= n ? j - n : j);
 }
 
+/// The 5-point Laplacian from the four neighbours' values and the centre's: x neighbours, then y
+/// neighbours, then the centre (the order every variant sums in).
+template <typename Scalar>
+PB_HOST_DEVICE inline Scalar five_point_laplacian(Scalar x_next, Scalar x_prev, Scalar y_next, Scalar y_prev,
+                                                  Scalar centre) {
+  return x_next + x_prev + y_next + y_prev - Scalar(4) * centre;
+}
+
 /// The periodic 5-point Laplacian of real channel `c` at site (x, y) of the real view f
-/// [nx, ny, channels]: x neighbours, then y neighbours, then the centre.
+/// [nx, ny, channels].
 template <typename Scalar>
 PB_HOST_DEVICE inline Scalar periodic_laplacian(const Scalar* f, int64_t nx, int64_t ny, int64_t channels,
                                                 int64_t x, int64_t y, int64_t c) {
   const auto at = [&](int64_t i, int64_t j) { return f[(i * ny + j) * channels + c]; };
-  return at(wrap(x, 1, nx), y) + at(wrap(x, -1, nx), y) + at(x, wrap(y, 1, ny)) + at(x, wrap(y, -1, ny)) -
-         Scalar(4) * at(x, y);
+  return five_point_laplacian(at(wrap(x, 1, nx), y), at(wrap(x, -1, nx), y), at(x, wrap(y, 1, ny)),
+                              at(x, wrap(y, -1, ny)), at(x, y));
 }
 
 /// One value of H from the Laplacian, the potential and the field at that value.

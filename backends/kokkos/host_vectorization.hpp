@@ -1,0 +1,27 @@
+#pragma once
+// What the Kokkos variants tell the host compiler so that their inner loops vectorize: one
+// definition for every variant that needs it (spinlock's profile_guided, geometry's vectorized
+// phases).
+//
+// PB_KOKKOS_IVDEP, before a loop: no iteration reads what another wrote, which GCC cannot prove
+// through several pointers (an output View never overlaps an input one, or a row is normalized in
+// place element by element); told, it vectorizes without run-time overlap checks.
+//
+// PB_KOKKOS_HOST_ISA_CLONES, defined when every kernel runs on the host and the compiler is GCC on
+// x86-64: the build targets baseline x86-64 (128-bit SSE2), so a hot loop is also compiled for
+// x86-64-v3 (AVX2, FMA) and v4 (AVX-512) with `__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS)))`,
+// and the loader picks the clone this CPU runs (ifunc).
+
+#include "backends/kokkos/kokkos_backend.hpp"  // Kokkos' macros say which execution spaces exist
+
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+#define PB_KOKKOS_IVDEP _Pragma("GCC ivdep")
+#else
+#define PB_KOKKOS_IVDEP
+#endif
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(KOKKOS_ENABLE_CUDA) && \
+    !defined(KOKKOS_ENABLE_HIP) && !defined(KOKKOS_ENABLE_SYCL) && !defined(KOKKOS_ENABLE_OPENMPTARGET)
+#define PB_KOKKOS_HOST_ISA_CLONES 1
+#define PB_KOKKOS_ISA_CLONE_TARGETS "arch=x86-64-v4", "arch=x86-64-v3", "default"
+#endif
