@@ -21,6 +21,7 @@
 #include "process.hpp"
 #include "report.hpp"
 #include "report_html.hpp"
+#include "report_sections.hpp"
 #include "report_svg.hpp"
 #include "results_model.hpp"
 
@@ -275,6 +276,36 @@ TEST(ReportBest, EachLadderAtItsFastestTimedPhase) {
   EXPECT_EQ(best[0]->phase_index, 1);
   EXPECT_EQ(best[1]->backend, "b");
   EXPECT_EQ(best[1]->phase_index, 0);
+}
+
+// Issue 28's table: per workload the checked, non-reference row with the highest roofline %, its
+// bound named, farthest from its bound first; a wrong row or the reference never stands for it.
+TEST(ReportRoofline, EachWorkloadsCheckedVariantNearestToItsBoundFarthestFirst) {
+  const auto row = [](const std::string& workload, const std::string& backend, int phase, double pct,
+                      const std::string& bound) {
+    ResultRow r = timed_row(backend, phase, 1.0, kMissing, kMissing, kMissing);
+    r.workload = workload;
+    r.roofline_pct = pct;
+    r.bound = bound;
+    return r;
+  };
+  report::Run run;
+  run.letter = "A";
+  run.data.rows = {row("near", "kokkos", 0, 20, "memory"), row("near", "kokkos", 3, 60, "L2"),
+                   row("near", "reference", 0, 90, "memory"), row("near", "torch", 1, 95, "compute"),
+                   row("far", "torch", 0, 10, "compute"), row("far", "onednn", 2, kMissing, "")};
+  run.data.rows[3].status = Status::Fail;
+  const std::string text = strip_tags(report::nearest_to_the_bound_table(run));
+  const size_t far = text.find("s/far"), near = text.find("s/near");
+  ASSERT_NE(far, std::string::npos) << text;
+  ASSERT_NE(near, std::string::npos) << text;
+  EXPECT_LT(far, near) << "farthest first";
+  EXPECT_NE(text.find("kokkos 3_p3"), std::string::npos) << text;
+  EXPECT_NE(text.find("L2"), std::string::npos) << text;
+  EXPECT_NE(text.find("compute"), std::string::npos) << text;
+  for (const char* never : {"95", "90", "reference", "onednn", "kokkos 0_p0"})
+    EXPECT_EQ(text.find(never), std::string::npos) << never << " in " << text;
+  EXPECT_EQ(count(report::nearest_to_the_bound_table(run), "<tr>"), 3u) << "a header and one row per workload";
 }
 
 TEST(ReportBest, AnApproximateWinIsShownBesideTheBestExactPhaseNeverAsIt) {

@@ -128,6 +128,38 @@ TEST(RooflineCaches, ARowWhoseDataFitsInL2IsMeasuredAgainstL2NotMemory) {
   EXPECT_DOUBLE_EQ(roofline::percent_of_roofline(kMissing, 150, bytes, ceilings(20, 1000)), 750);
 }
 
+// results.csv's bound column: which ceiling the percentage is against.
+TEST(RooflineBound, TheCeilingGivingTheLargerShareBindsAndIsNamed) {
+  // Intensity 0.5 flop/byte on 100 GB/s and 1000 GFLOP/s: the bytes bind (10% vs 0.5%).
+  const roofline::RooflinePosition memory = roofline::roofline_position(5, 10, kGiB, ceilings(100, 1000));
+  EXPECT_DOUBLE_EQ(memory.percent, 10.0);
+  EXPECT_EQ(memory.bound, "memory");
+  // Intensity 100: the peak binds (25% vs 1%).
+  const roofline::RooflinePosition compute = roofline::roofline_position(50, 0.5, kGiB, ceilings(50, 200));
+  EXPECT_DOUBLE_EQ(compute.percent, 25.0);
+  EXPECT_EQ(compute.bound, "compute");
+  EXPECT_EQ(roofline::roofline_position(100, kMissing, kMissing, ceilings(80, 400)).bound, "compute");
+  EXPECT_EQ(roofline::roofline_position(kMissing, 20, kGiB, ceilings(80, 1000)).bound, "memory");
+  const roofline::RooflinePosition none = roofline::roofline_position(kMissing, kMissing, kMissing, ceilings(80, 400));
+  EXPECT_TRUE(std::isnan(none.percent));
+  EXPECT_EQ(none.bound, "");
+}
+
+TEST(RooflineBound, ADataBoundRowNamesTheSlowestCacheLevelItsWorkingSetReaches) {
+  const roofline::Ceilings c = cached_machine();  // L1d 64 KiB, L2 1 MiB, L3 16 MiB (summed: 17.06 MiB)
+  EXPECT_EQ(roofline::slowest_level_reached(48 * 1024.0, c), "L1d");
+  EXPECT_EQ(roofline::slowest_level_reached(256 * 1024.0, c), "L2");
+  EXPECT_EQ(roofline::slowest_level_reached(1088 * 1024.0, c), "L2");  // exactly L1d + L2
+  EXPECT_EQ(roofline::slowest_level_reached(1089 * 1024.0, c), "L3");
+  EXPECT_EQ(roofline::slowest_level_reached(18 * 1024 * 1024.0, c), "memory");
+  EXPECT_EQ(roofline::slowest_level_reached(kMissing, c), "memory");
+  EXPECT_EQ(roofline::slowest_level_reached(1024.0, ceilings(20, 1000)), "memory");  // no levels known
+  // 512 KiB declared: a working set of 256 KiB, streamed from L2 (and L1d), a copy.
+  EXPECT_EQ(roofline::roofline_position(kMissing, 150, 512 * 1024.0, c).bound, "L2");
+  // The same bytes at an intensity above the L2 ridge point: compute binds.
+  EXPECT_EQ(roofline::roofline_position(900, 150, 512 * 1024.0, c).bound, "compute");
+}
+
 TEST(RooflineCaches, AddRooflinePctTakesTheDeclaredBytesFromTheRowsRateAndTime) {
   const roofline::Ceilings c = cached_machine();
   std::vector<ResultRow> rows(2);
@@ -135,7 +167,9 @@ TEST(RooflineCaches, AddRooflinePctTakesTheDeclaredBytesFromTheRowsRateAndTime) 
   rows[1].gflop_per_s = 10;  // flops only: against the peak
   roofline::add_roofline_pct(rows, c);
   EXPECT_NEAR(rows[0].roofline_pct, roofline::percent_of_roofline(kMissing, 150, 512 * 1024.0, c), 1e-9);
+  EXPECT_EQ(rows[0].bound, "L2");
   EXPECT_DOUBLE_EQ(rows[1].roofline_pct, 1.0);
+  EXPECT_EQ(rows[1].bound, "compute");
 }
 
 TEST(RooflineJson, RoundTripsAndRejectsWhatIsNotCeilings) {

@@ -38,7 +38,8 @@ std::string row_tooltip(const ResultRow& row) {
     text += "\n" + format_ratio(row.speedup_vs_prev) + " vs previous phase " +
             format_interval(row.speedup_vs_prev_ci_low, row.speedup_vs_prev_ci_high, format_ratio);
   text += "\nhost syncs " + format_number(row.host_syncs_per_iter) + ", ops " + format_number(row.ops_per_iter);
-  if (!std::isnan(row.roofline_pct)) text += ", " + format_number(row.roofline_pct) + "% of roofline";
+  if (!std::isnan(row.roofline_pct))
+    text += ", " + format_number(row.roofline_pct) + "% of roofline" + (row.bound.empty() ? "" : " (" + row.bound + " bound)");
   if (!row.exact) text += "\n" + std::string(kApproximateMeaning);
   return text;
 }

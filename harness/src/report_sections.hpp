@@ -17,7 +17,11 @@ constexpr const char* kStepErrorsId = "step-errors";
 /// Per rollout workload (rows with step_rel_l2_err): the relative L2 error after every step, a
 /// chart per run and a table of every row. Empty when no row has step errors.
 std::string step_errors_section(const std::vector<Run>& runs, const Colors& colors);
-/// Every run's roofline chart and ceilings.
+/// One run's table of each workload's checked variant nearest to its bound (highest roofline_pct
+/// of its OK rows, the reference's aside, per size and device), farthest first, with the bound
+/// named; empty when no such row has a roofline_pct.
+std::string nearest_to_the_bound_table(const Run& run);
+/// Every run's roofline chart and ceilings, and nearest_to_the_bound_table of each.
 std::string roofline_section(const std::vector<Run>& runs, const Colors& colors);
 /// FAIL, MISTRUSTED, ERROR, SKIPPED and UNSUPPORTED rows with their reasons.
 std::string problems_section(const std::vector<Run>& runs);

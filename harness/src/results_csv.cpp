@@ -219,7 +219,7 @@ const auto& result_fields() {
       field("step_budget", &R::step_budget, false),
       field("ops_by_region", &R::ops_by_region, false),
       field("step_memory_bytes", &R::step_memory_bytes, false),
-      field("disturbed", &R::disturbed, false),
+      field("disturbed", &R::disturbed, false), field("bound", &R::bound, false),
   };
   return fields;
 }

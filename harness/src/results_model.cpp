@@ -67,6 +67,7 @@ WorkEstimate declared_work(const ResultRow& row, const catalog::Catalog* catalog
 void clear_timing(ResultRow& row) {
   row.reps = 0;
   row.disturbed.clear();
+  row.bound.clear();
   for (double* column :
        {&row.median_ms, &row.min_ms, &row.max_ms, &row.ci_low_ms, &row.ci_high_ms, &row.speedup_vs_prev,
         &row.speedup_vs_prev_ci_low, &row.speedup_vs_prev_ci_high, &row.speedup_vs_phase0,
@@ -132,9 +133,11 @@ void set_throughput(ResultRow& row, const WorkEstimate& work, const Derivation& 
   // A GPU row against its GPU's ceilings, never the CPU's; none when its GPU has none.
   const std::optional<roofline::Ceilings> own =
       roofline::ceilings_for_device(*inputs.ceilings, row.device, computes_in_bf16(row, inputs.catalog));
-  if (own)
-    row.roofline_pct =
-        roofline::percent_of_roofline(row.gflop_per_s, row.gb_per_s, work.bytes > 0 ? work.bytes : kMissing, *own);
+  if (!own) return;
+  const roofline::RooflinePosition position =
+      roofline::roofline_position(row.gflop_per_s, row.gb_per_s, work.bytes > 0 ? work.bytes : kMissing, *own);
+  row.roofline_pct = position.percent;
+  row.bound = position.bound;
 }
 
 // The row's samples in `index`; NaN for each repetition where there are none.

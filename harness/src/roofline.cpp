@@ -172,18 +172,34 @@ double attainable_bandwidth(double working_set_bytes, const Ceilings& ceilings) 
 
 double working_set_lower_bound(double declared_bytes) { return declared_bytes / 2; }
 
+std::string slowest_level_reached(double working_set_bytes, const Ceilings& ceilings) {
+  if (!(working_set_bytes > 0)) return "memory";
+  double held = 0;
+  for (const CacheCeiling& cache : ceilings.caches) {
+    held += cache.capacity_bytes;  // the same summed capacities attainable_bandwidth fills
+    if (working_set_bytes <= held) return cache.name;
+  }
+  return "memory";
+}
+
+RooflinePosition roofline_position(double gflop_per_s, double gb_per_s, double bytes_per_iteration,
+                                   const Ceilings& ceilings) {
+  const double peak = ceilings.peak_gflop_per_s;
+  if (!(ceilings.bandwidth_gb_per_s > 0) || !(peak > 0)) return {};
+  const double working_set = working_set_lower_bound(bytes_per_iteration);
+  const double bandwidth = attainable_bandwidth(working_set, ceilings);
+  // The least time per unit of work each ceiling allows, as a share of the row's time: the
+  // larger one binds (equal to gflop_per_s / min(peak, intensity * bandwidth)).
+  const double compute_share = gflop_per_s > 0 ? gflop_per_s / peak * 100.0 : kMissing;
+  const double traffic_share = gb_per_s > 0 ? gb_per_s / bandwidth * 100.0 : kMissing;
+  if (std::isnan(compute_share) && std::isnan(traffic_share)) return {};
+  if (std::isnan(traffic_share) || compute_share > traffic_share) return {compute_share, "compute"};
+  return {traffic_share, slowest_level_reached(working_set, ceilings)};
+}
+
 double percent_of_roofline(double gflop_per_s, double gb_per_s, double bytes_per_iteration,
                            const Ceilings& ceilings) {
-  const double peak = ceilings.peak_gflop_per_s;
-  if (!(ceilings.bandwidth_gb_per_s > 0) || !(peak > 0)) return kMissing;
-  const double bandwidth = attainable_bandwidth(working_set_lower_bound(bytes_per_iteration), ceilings);
-  if (gflop_per_s > 0 && gb_per_s > 0) {
-    const double intensity = gflop_per_s / gb_per_s;  // flops per byte
-    return gflop_per_s / std::min(peak, intensity * bandwidth) * 100.0;
-  }
-  if (gflop_per_s > 0) return gflop_per_s / peak * 100.0;  // no declared bytes: compute-bound
-  if (gb_per_s > 0) return gb_per_s / bandwidth * 100.0;   // no declared flops: a copy
-  return kMissing;
+  return roofline_position(gflop_per_s, gb_per_s, bytes_per_iteration, ceilings).percent;
 }
 
 std::optional<Ceilings> ceilings_for_device(const Ceilings& machine, const std::string& device, bool computes_in_bf16) {
@@ -219,7 +235,10 @@ void add_roofline_pct(std::vector<ResultRow>& rows, const Ceilings& ceilings) {
   for (ResultRow& row : rows) {
     const double bytes_per_iteration = row.gb_per_s * 1e9 * row.median_ms / 1e3;  // NaN without bytes
     const std::optional<Ceilings> own = ceilings_for_device(ceilings, row.device, false);
-    row.roofline_pct = own ? percent_of_roofline(row.gflop_per_s, row.gb_per_s, bytes_per_iteration, *own) : kMissing;
+    const RooflinePosition position =
+        own ? roofline_position(row.gflop_per_s, row.gb_per_s, bytes_per_iteration, *own) : RooflinePosition{};
+    row.roofline_pct = position.percent;
+    row.bound = position.bound;
   }
 }
 

@@ -95,11 +95,30 @@ double attainable_bandwidth(double working_set_bytes, const Ceilings& ceilings);
 /// counted twice, so the data occupy at least half the declared bytes.
 double working_set_lower_bound(double declared_bytes);
 
-/// Achieved share of the attainable rate, in percent: gflop_per_s / min(peak, intensity *
-/// bandwidth) * 100, with intensity = gflop_per_s / gb_per_s (flops per byte) and bandwidth =
-/// attainable_bandwidth(working_set_lower_bound(bytes_per_iteration)). A row with bytes but no
-/// flops: gb_per_s / bandwidth * 100; with flops but no bytes: gflop_per_s / peak * 100. NaN when
-/// the row or the ceilings lack the numbers. bytes_per_iteration NaN: memory bandwidth.
+/// The ceiling `working_set_bytes` of data is streamed from when it stays between iterations: the
+/// first cache level whose capacity, summed with the faster levels' (as attainable_bandwidth fills
+/// them), holds it; "memory" when none does, the size is unknown, or there are no cache levels.
+std::string slowest_level_reached(double working_set_bytes, const Ceilings& ceilings);
+
+/// Where a row stands on its roofline: its share of the attainable rate and the ceiling that sets
+/// that rate (results.csv's roofline_pct and bound).
+struct RooflinePosition {
+  double percent = kMissing;
+  std::string bound;  // "compute", "memory" or a cache level ("L2"); empty when percent is NaN
+};
+
+/// The row's share of the attainable rate, in percent: the larger of gflop_per_s / peak and
+/// gb_per_s / bandwidth (each ceiling's least time for the row's work over its time), with
+/// bandwidth = attainable_bandwidth(working_set_lower_bound(bytes_per_iteration)); that equals
+/// gflop_per_s / min(peak, intensity * bandwidth) with intensity = gflop_per_s / gb_per_s. The
+/// bound is "compute" when the peak gives the larger share, else the level the data are streamed
+/// from (slowest_level_reached). A row with bytes but no flops is bound by its data, one with
+/// flops but no bytes by compute. NaN and no bound when the row or the ceilings lack the numbers.
+/// bytes_per_iteration NaN: memory bandwidth.
+RooflinePosition roofline_position(double gflop_per_s, double gb_per_s, double bytes_per_iteration,
+                                   const Ceilings& ceilings);
+
+/// roofline_position(...).percent.
 double percent_of_roofline(double gflop_per_s, double gb_per_s, double bytes_per_iteration,
                            const Ceilings& ceilings);
 
@@ -109,8 +128,8 @@ double percent_of_roofline(double gflop_per_s, double gb_per_s, double bytes_per
 /// ceilings; the CPU's (`machine` itself, devices dropped) for every other device.
 std::optional<Ceilings> ceilings_for_device(const Ceilings& machine, const std::string& device, bool computes_in_bf16);
 
-/// Sets roofline_pct in every row that has gb_per_s or gflop_per_s (its declared bytes per
-/// iteration are gb_per_s times median_ms), against ceilings_for_device(row.device, fp32).
+/// Sets roofline_pct and bound in every row that has gb_per_s or gflop_per_s (its declared bytes
+/// per iteration are gb_per_s times median_ms), against ceilings_for_device(row.device, fp32).
 void add_roofline_pct(std::vector<ResultRow>& rows, const Ceilings& ceilings);
 
 // ---- GPU devices (roofline_devices.cpp) -----------------------------------------------------------

@@ -52,6 +52,9 @@ struct ResultRow {
   // Added column: why the row's repetitions were disturbed by other work on the machine (empty:
   // they were not); such a row is no measurement to compare (interference.hpp).
   std::string disturbed;
+  // Added column: the ceiling roofline_pct is measured against: "compute", "memory" or the cache
+  // level the row's data are streamed from ("L2"); empty when roofline_pct is.
+  std::string bound;
 };
 
 struct SampleRow {
