@@ -8,7 +8,7 @@
 #include <sstream>
 #include <thread>
 
-#include "openmp_waiting.hpp"
+#include "worker_environment.hpp"
 #include "phasebench/backend.hpp"
 
 namespace pb {
@@ -41,9 +41,9 @@ std::string proc_value(const std::string& path, const std::string& key) {
 nlohmann::json timing_environment() {
   nlohmann::json environment = nlohmann::json::object();
   for (const char* name : {"OMP_NUM_THREADS", "OMP_WAIT_POLICY", "OMP_PROC_BIND", "OMP_PLACES", "GOMP_SPINCOUNT",
-                           "OPENBLAS_CORETYPE", "DNNL_MAX_CPU_ISA", "ONEDNN_MAX_CPU_ISA"})
+                           "GLIBC_TUNABLES", "OPENBLAS_CORETYPE", "DNNL_MAX_CPU_ISA", "ONEDNN_MAX_CPU_ISA"})
     environment[name] = getenv(name) ? getenv(name) : "";
-  environment["set_by_phasebench"] = openmp_waiting::set_by_phasebench();
+  environment["set_by_phasebench"] = worker_environment::set_by_phasebench();
   return environment;
 }
 

@@ -26,7 +26,7 @@
 #include "claims_view.hpp"
 #include "interference.hpp"
 #include "fault_injection.hpp"
-#include "openmp_waiting.hpp"
+#include "worker_environment.hpp"
 #include "phasebench/errors.hpp"
 #include "phasebench/files.hpp"
 #include "phasebench/machine.hpp"
@@ -297,7 +297,7 @@ class Supervisor {
 
   // Starts workers until one gets through every case; each goes on from the record.
   int run() {
-    openmp_waiting::bound_spinning_for_workers();
+    worker_environment::prepare_for_workers();
     for (;;) {
       std::ofstream(journal(), std::ios::trunc).close();  // a new worker's start is no case's step
       detail::WorkerProcess worker({"phasebench", "run", "--worker-dir", scratch_.path().string()});

@@ -21,6 +21,7 @@
 
 #include "fault_injection.hpp"
 #include "phasebench/errors.hpp"
+#include "worker_environment.hpp"
 #include "worker_process.hpp"
 
 namespace pb::commands {
@@ -143,6 +144,7 @@ class Supervisor {
 
   // Starts workers until one gets through every check, each without the checks before it.
   int run() {
+    worker_environment::prepare_for_workers();  // the checks see what a run's worker sees
     for (;;) {
       // Emptied, so that the new worker's start is not timed as the last worker's last check.
       std::ofstream(journal(), std::ios::trunc).close();

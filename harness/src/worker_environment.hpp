@@ -1,7 +1,12 @@
 #pragma once
-// How OpenMP's idle threads wait, bounded by default (issue 29). libgomp's threads spin 300,000
-// times at a barrier before they sleep: on a machine whose cores are all busy, a 2-thread row's
-// threads then spin for a partner that holds no core, and a 0.025 ms iteration took 24 ms. With
+// The environment phasebench gives the worker processes that check and time the variants, unless
+// the user chose otherwise: both settings change what a timing measures on a shared or virtual
+// machine, so machine.json records them and who set them. Each is read by a library once, when
+// the process starts: the supervisors (`run`, `verify`) set them before they exec a worker.
+//
+// How OpenMP's idle threads wait, bounded (issue 29). libgomp's threads spin 300,000 times at a
+// barrier before they sleep: on a machine whose cores are all busy, a 2-thread row's threads then
+// spin for a partner that holds no core, and a 0.025 ms iteration took 24 ms. With
 // GOMP_SPINCOUNT=1000 they sleep after about 50 us instead: measured on this project's 2-core
 // machine, the idle times of trainer2/lior_step's threaded rows stayed within their noise and the
 // collapse under load shrank from 950x to 11x (docs/regression-gate.md, "Threads that wait").
@@ -9,22 +14,45 @@
 // kept every row of the small suite within -19%..+5% of libgomp's default idle (median -7%) and
 // still removed the collapse (23.7 ms -> 0.40 ms for that iteration).
 // Kokkos' OpenMP back end, oneDNN and LibTorch here all use libgomp, so one setting covers them.
-// libgomp reads it once, when it is loaded: it is set for the worker processes, before their exec.
+//
+// Freed memory kept for reuse (issue 28). glibc serves every block above its mmap threshold (at
+// most 32 MiB) with a mapping of its own and unmaps it when freed, so the next step's allocation
+// of the same size faults every page in again, zeroed by the kernel. The seeds' phase-0 code
+// allocates its tensors anew every step (trainer2's 36 MB candidate batch, 64 times a window); in
+// a KVM guest, where a page fault costs several microseconds, checking trainer2 at the default size
+// took 382 s, 11.6x the 33 s it takes with freed memory kept, and the rows measured the machine's
+// page faults more than the code. PyTorch's caching allocator does the same on a GPU (the seeds'
+// setting), jemalloc and tcmalloc on a CPU. glibc.malloc.mmap_max=0 serves every block from the
+// heap; trim_threshold keeps freed heap memory instead of returning it. A user who wants glibc's
+// own behaviour sets any glibc.malloc tunable or MALLOC_*_ variable (GLIBC_TUNABLES=
+// glibc.malloc.mmap_max=65536 is glibc's default).
 
 #include <nlohmann/json.hpp>
 
-namespace pb::openmp_waiting {
+namespace pb::worker_environment {
 
 /// The spin count phasebench sets when the user set neither GOMP_SPINCOUNT nor OMP_WAIT_POLICY.
 inline constexpr const char* kBoundedSpinCount = "10000";
+
+/// The glibc tunables phasebench adds to GLIBC_TUNABLES when the user set no malloc tunable.
+inline constexpr const char* kKeepFreedMemory =
+    "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=17179869184";
 
 /// Sets GOMP_SPINCOUNT in this process's environment, for the workers it will start, unless the
 /// user chose how threads wait (GOMP_SPINCOUNT or OMP_WAIT_POLICY set, even empty) -- which is how
 /// the default is overridden: GOMP_SPINCOUNT=300000 is libgomp's own.
 void bound_spinning_for_workers();
 
+/// Adds kKeepFreedMemory to GLIBC_TUNABLES (after the user's own tunables, if any) for the workers
+/// it will start, unless the user chose how malloc behaves: a glibc.malloc tunable in
+/// GLIBC_TUNABLES or a MALLOC_*_ variable (MALLOC_ARENA_MAX, MALLOC_MMAP_MAX_, ...) set.
+void keep_freed_memory_for_workers();
+
+/// Both of the above: what a supervisor calls before it starts its first worker.
+void prepare_for_workers();
+
 /// The variables of machine.json's `environment` that phasebench set itself, not the user: a
 /// list of names (empty when none), as the worker sees them.
 nlohmann::json set_by_phasebench();
 
-}  // namespace pb::openmp_waiting
+}  // namespace pb::worker_environment
