@@ -502,10 +502,10 @@ void device_ceiling_rows(Table& table, const Run& run) {
 // OK rows, the reference's aside), on each device, farthest first: the table a reader checks a
 // backend's optimized rows against the hardware by.
 std::string nearest_to_the_bound_table(const Run& run) {
-  std::map<std::tuple<std::string, std::string, std::string>, const ResultRow*> best;  // (workload, size, device)
+  std::map<std::pair<WorkloadKey, std::string>, const ResultRow*> best;  // by workload, size and device
   for (const ResultRow& row : run.data.rows) {
-    if (row.status != Status::Ok || row.backend == "reference" || std::isnan(row.roofline_pct)) continue;
-    const ResultRow*& held = best[{row.suite + "/" + row.workload, row.size, row.device}];
+    if (row.status != Status::Ok || row.backend == kReferenceBackend || std::isnan(row.roofline_pct)) continue;
+    const ResultRow*& held = best[{key_of(row), row.device}];
     if (!held || row.roofline_pct > held->roofline_pct) held = &row;
   }
   if (best.empty()) return "";
@@ -515,9 +515,11 @@ std::string nearest_to_the_bound_table(const Run& run) {
                    [](const ResultRow* a, const ResultRow* b) { return a->roofline_pct < b->roofline_pct; });
   Table table({"workload", "size", "device", "nearest variant", "median", "bound", "% of bound"});
   for (const ResultRow* row : rows) {
-    table.cell(row->suite + "/" + row->workload).cell(row->size).cell(row->device)
-        .cell(row->backend + " " + std::to_string(row->phase_index) + "_" + row->phase).cell(format_ms(row->median_ms), "num")
-        .cell(row->bound.empty() ? "-" : row->bound).cell(format_number(row->roofline_pct), row->roofline_pct < 50 ? "num differs" : "num");
+    // The variant as `run` names it; an approximate one badged, as in every other table.
+    const std::string variant = row->backend + " " + std::to_string(row->phase_index) + "_" + row->phase;
+    table.cell(key_of(*row).name()).cell(row->size).cell(row->device).markup(marked_if_approximate(variant, row->exact))
+        .cell(format_ms(row->median_ms), "num").cell(row->bound.empty() ? "-" : row->bound)
+        .cell(format_number(row->roofline_pct), row->roofline_pct < 50 ? "num differs" : "num");
     table.end_row();
   }
   return paragraph("Run " + escape(run.letter) + ": each workload's checked variant nearest to its bound, farthest "

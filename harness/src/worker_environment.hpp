@@ -19,7 +19,7 @@
 // most 32 MiB) with a mapping of its own and unmaps it when freed, so the next step's allocation
 // of the same size faults every page in again, zeroed by the kernel. The seeds' phase-0 code
 // allocates its tensors anew every step (trainer2's 36 MB candidate batch, 64 times a window); in
-// a KVM guest, where a page fault costs several microseconds, checking trainer2 at the default size
+// a KVM guest, where page faults are expensive, checking trainer2 at the default size
 // took 382 s, 11.6x the 33 s it takes with freed memory kept, and the rows measured the machine's
 // page faults more than the code. PyTorch's caching allocator does the same on a GPU (the seeds'
 // setting), jemalloc and tcmalloc on a CPU. glibc.malloc.mmap_max=0 serves every block from the
