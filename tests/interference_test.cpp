@@ -106,6 +106,30 @@ TEST(Disturbance, ContentionTheCountersCannotResolveIsNoVerdict) {
   EXPECT_NE(disturbance(long_reps, 2, 2), "");
 }
 
+// CI's busy run slowed onednn fused_quadratic_form of lior_step/small 12x without a flag: its five
+// repetitions all slowed alike (no clusters) and its own readings did not clear the threshold by
+// their resolution. Where a row's readings cannot decide, the timing stage's mean (over which the
+// interleaved schedule spread them) stands in; a row whose readings decide keeps its verdict.
+TEST(Disturbance, RepetitionsTooShortToMeasureAreJudgedByTheTimingStage) {
+  const RowRepetitions short_reps{{0.36, 0.35, 0.37, 0.36, 0.38}, {0.0, 3.7, 0.0, 0.0, -0.5}, {3, 3, 3, 3, 3}};
+  EXPECT_EQ(disturbance(short_reps, 2, 2), "") << "no stage measure: no verdict";
+  const std::string busy = disturbance(short_reps, 2, 2, 1.4);
+  EXPECT_NE(busy.find("other work used 1.4 cores of 2 while it ran on 2 threads (the timing stage's mean"),
+            std::string::npos)
+      << busy;
+  EXPECT_EQ(disturbance(short_reps, 2, 2, 0.1), "") << "a quiet stage";
+  EXPECT_EQ(disturbance(short_reps, 1, 2, 1.2), "") << "1 thread on 2 cores: 1.2 busy cores leave it its own";
+  EXPECT_NE(disturbance(short_reps, 1, 2, 1.5), "");
+  // No readings of its own at all: the stage decides too.
+  EXPECT_NE(disturbance({{1, 1, 1}, {}, {}}, 2, 2, 1.4), "");
+  // Repetitions long enough to resolve 0.3 cores: their own quiet readings win over a busy stage.
+  EXPECT_EQ(disturbance(steady_row(0.05, 500), 2, 2, 1.4), "");
+  // 5 x 50 ms resolve 0.27 cores: a mean of 0.5 is neither clearly above 0.3 nor below it.
+  EXPECT_EQ(disturbance(steady_row(0.5, 50, 5), 2, 2), "");
+  EXPECT_NE(disturbance(steady_row(0.5, 50, 5), 2, 2, 1.4), "");
+  EXPECT_EQ(disturbance(steady_row(0.5, 50, 5), 2, 2, 0.1), "");
+}
+
 TEST(Disturbance, AQuietRowIsNotDisturbed) {
   // Ordinary spread (10%), a little background (the supervisor's polling, kernel threads).
   EXPECT_EQ(disturbance({{1.00, 1.05, 0.98, 1.10, 1.02, 0.99, 1.03, 1.01, 1.07, 1.00}, std::vector<double>(10, 0.05),

@@ -99,13 +99,20 @@ std::string format(double value, int precision = 2) {
   return text.str();
 }
 
+std::string threads_in_words(int threads) {
+  return std::to_string(std::max(1, threads)) + (threads > 1 ? " threads" : " thread");
+}
+
 // "other work used 1.4 cores of 2 while it ran on 2 threads"; empty without contention. The mean
 // is other work's CPU time over the repetitions' time. Each repetition's reading is off by up to
 // a tick per CPU either way (the machine's counter ticks, this process's does not; their
 // differences do not telescope: the repetitions are not back to back), so n of them are off by
 // about (cores + 1) ticks x sqrt(n) at most in all: contention must exceed that too. A short
-// row (5 ms repetitions) thus never shows contention it cannot resolve; its clusters still do.
-std::string contention(const RowRepetitions& reps, int threads, int cores) {
+// row (5 ms repetitions) thus never shows contention it cannot resolve on its own. Where its
+// readings decide neither way (their mean is within that resolution of the threshold, or there
+// are none), the timing stage's mean stands in for them.
+std::string contention(const RowRepetitions& reps, int threads, int cores, double timing_stage_cores) {
+  if (cores <= 0) return {};
   double others_s = 0, measured_s = 0;
   int measured = 0;
   for (size_t i = 0; i < reps.others_cores.size() && i < reps.rep_ms.size(); ++i) {
@@ -115,13 +122,16 @@ std::string contention(const RowRepetitions& reps, int threads, int cores) {
     measured_s += seconds;
     ++measured;
   }
-  if (measured == 0 || cores <= 0) return {};
-  const double mean = others_s / measured_s;
-  const double resolution = (cores + 1) * counter_tick_seconds() * std::sqrt(double(measured)) / measured_s;
   const double spare = std::max(0, cores - std::max(1, threads));
-  if (mean - spare < kContentionCores + resolution) return {};
-  return "other work used " + format(mean) + " cores of " + std::to_string(cores) + " while it ran on " +
-         std::to_string(std::max(1, threads)) + (threads > 1 ? " threads" : " thread");
+  const std::string of_cores = " cores of " + std::to_string(cores) + " while it ran on " + threads_in_words(threads);
+  const double resolution = measured == 0 ? std::numeric_limits<double>::infinity()
+                                          : (cores + 1) * counter_tick_seconds() * std::sqrt(double(measured)) / measured_s;
+  const double beyond_spare = measured == 0 ? 0 : others_s / measured_s - spare;
+  if (beyond_spare >= kContentionCores + resolution) return "other work used " + format(others_s / measured_s) + of_cores;
+  if (beyond_spare + resolution < kContentionCores) return {};  // its own readings say no
+  if (std::isnan(timing_stage_cores) || timing_stage_cores - spare < kContentionCores) return {};
+  return "other work used " + format(timing_stage_cores) + of_cores +
+         " (the timing stage's mean: its repetitions are too short to measure it on their own)";
 }
 
 // "repetitions in two clusters: 3 near 0.015 ms and 7 near 68 ms"; empty when there are not two.
@@ -141,8 +151,8 @@ std::string clusters(std::vector<double> wall_ms) {
 
 }  // namespace
 
-std::string disturbance(const RowRepetitions& reps, int threads, int cores) {
-  const std::string busy = contention(reps, threads, cores);
+std::string disturbance(const RowRepetitions& reps, int threads, int cores, double timing_stage_cores) {
+  const std::string busy = contention(reps, threads, cores, timing_stage_cores);
   const std::string split = clusters(reps.wall_ms);
   if (busy.empty()) return split;
   return split.empty() ? busy : busy + "; " + split;

@@ -11,6 +11,7 @@
 // coarse (a tick per CPU either way); a row's verdict averages over its repetitions and asks for
 // more than that resolution. Internal to the harness.
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -67,8 +68,12 @@ struct RowRepetitions {
 /// Why a row's repetitions were disturbed by other work on the machine, in words; empty when they
 /// were not. `threads` are the row's threads and `cores` the machine's logical cores (0: unknown,
 /// no contention verdict). Contention needs both others_cores and rep_ms: its mean is weighted by
-/// the repetitions' lengths.
-std::string disturbance(const RowRepetitions& reps, int threads, int cores);
+/// the repetitions' lengths. Where the counters cannot decide over them either way (too short,
+/// or a mean within their resolution of the threshold), `timing_stage_cores` decides: other
+/// work's mean over the whole timing stage, whose interleaved schedule spreads every row's
+/// repetitions over it (NaN: not known, no verdict). CI's busy run slowed a row 12x unflagged.
+std::string disturbance(const RowRepetitions& reps, int threads, int cores,
+                        double timing_stage_cores = std::numeric_limits<double>::quiet_NaN());
 
 /// machine.json's machine_state in a few words ("quiet"; "busy: other work used 1.1 cores while
 /// timing, 3 rows disturbed"), for `history list` and the report; empty when the run has none.

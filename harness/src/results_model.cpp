@@ -150,7 +150,7 @@ std::vector<double> per_repetition(const SampleIndex* index, const ResultRow& ro
 void set_disturbed(ResultRow& row, const std::vector<double>& wall_ms, const Derivation& inputs) {
   const interference::RowRepetitions reps{wall_ms, per_repetition(inputs.others_cores, row, wall_ms.size()),
                                           per_repetition(inputs.rep_ms, row, wall_ms.size())};
-  row.disturbed = interference::disturbance(reps, row.threads, inputs.cores);
+  row.disturbed = interference::disturbance(reps, row.threads, inputs.cores, inputs.timing_stage_cores);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -102,6 +103,9 @@ struct Derivation {
   const SampleIndex* others_cores = nullptr;
   const SampleIndex* rep_ms = nullptr;
   int cores = 0;
+  // Other work's mean cores over the run's timing stage: stands in for a row whose repetitions are
+  // too short to measure it (interference::disturbance); NaN: not known.
+  double timing_stage_cores = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// Derives the computed columns of `rows[index]` from `rows` and `inputs`: reps, median, spread

@@ -249,6 +249,8 @@ int write_run(const fs::path& directory, bool replacing, const fs::path& record_
   derivation.others_cores = &samples.others_cores;
   derivation.rep_ms = &samples.rep_ms;
   derivation.cores = files.machine["cpu"].value("logical_cores", 0);
+  if (const nlohmann::json stages = stages_of(record.other_work); stages.contains("timing"))
+    derivation.timing_stage_cores = stages["timing"]["others_cores"].get<double>();
   results::derive_columns(files.rows, derivation);
   files.machine["machine_state"] = machine_state(record, files.rows);
   const fs::path target = replacing ? fs::path(directory.string() + ".resumed-" + std::to_string(getpid())) : directory;
