@@ -93,4 +93,53 @@ PB_HOST_DEVICE inline float segment_softmax_body(const int64_t* members, int64_t
   return out;
 }
 
+/// owned_cells: the cells split into blocks of `size` contiguous cells, block o owned by thread o
+/// (the last may be shorter, and where owners > cells / size some own none). A flow's owner is
+/// found by a multiplication, not a 64-bit division (tens of cycles per flow): cell / size in
+/// double can only fall short of an integer quotient, by less than one, and is corrected.
+struct CellBlocks {
+  int64_t cells = 0, owners = 0, size = 0;
+  double per_cell = 0;  // 1 / size
+  PB_HOST_DEVICE int64_t owner_of(int64_t cell) const {
+    const int64_t owner = static_cast<int64_t>(static_cast<double>(cell) * per_cell);
+    return owner + ((owner + 1) * size <= cell ? 1 : 0);
+  }
+  PB_HOST_DEVICE int64_t first(int64_t owner) const { return owner * size < cells ? owner * size : cells; }
+};
+inline CellBlocks cell_blocks(int64_t cells, int64_t owners) {
+  const int64_t size = (cells + owners - 1) / owners;
+  return {cells, owners, size, 1.0 / static_cast<double>(size)};
+}
+
+/// A completed flow as its owner needs it: its cell, omega and energy, 12 contiguous bytes.
+struct OwnedFlow {
+  int32_t cell;
+  float omega, energy;
+};
+
+/// One owner's block: cells [first, last) from its flows, in flow order: each cell's max, then
+/// exp(omega - max), their sum and the weighted sum of the energies, divided once by sum + 1e-12
+/// (0 for a cell no flow reached). largest, total and weighted are scratch indexed by cell (the
+/// block's part only is touched). The arithmetic of segment_softmax_body but for its one division.
+PB_HOST_DEVICE inline void owned_block_body(const OwnedFlow* flows, int64_t count, int64_t first, int64_t last,
+                                            float* largest, float* total, float* weighted, float* out) {
+  for (int64_t c = first; c < last; ++c) {
+    largest[c] = -INFINITY;
+    total[c] = 0.f;
+    weighted[c] = 0.f;
+  }
+  for (int64_t k = 0; k < count; ++k) {
+    const OwnedFlow flow = flows[k];
+    largest[flow.cell] = flow.omega > largest[flow.cell] ? flow.omega : largest[flow.cell];
+  }
+  for (int64_t k = 0; k < count; ++k) {
+    const OwnedFlow flow = flows[k];
+    const float e = expf(flow.omega - largest[flow.cell]);
+    total[flow.cell] += e;
+    weighted[flow.cell] += e * flow.energy;
+  }
+  for (int64_t c = first; c < last; ++c)
+    out[c] = total[c] > 0.f ? weighted[c] / (total[c] + static_cast<float>(ref::kSoftmaxSumEpsilon)) : 0.f;
+}
+
 }  // namespace pb::optimized::energy_flow
