@@ -120,7 +120,12 @@ class AggregateKokkos final : public Variant {
     }
   }
 
-  void poison_outputs() override { fill_nan(out_); }
+  // owned_cells' cell of each flow too: a slice left uncomputed would otherwise keep the previous
+  // run's cells (or the earlier phase's, which the allocator handed back) and pass.
+  void poison_outputs() override {
+    fill_nan(out_);
+    if (owned_cells_) Kokkos::deep_copy(cell_of_, int64_t{-1});
+  }
 
   void run() override {
     if (owned_cells_) return owned_cells_aggregate();  // writes every cell
