@@ -120,11 +120,18 @@ class AggregateKokkos final : public Variant {
     }
   }
 
-  // owned_cells' cell of each flow too: a slice left uncomputed would otherwise keep the previous
-  // run's cells (or the earlier phase's, which the allocator handed back) and pass.
+  // owned_cells' scratch too. The cell of each flow: a slice left uncomputed would otherwise keep
+  // the previous run's cells (or the earlier phase's, which the allocator handed back) and pass.
+  // The partition's records: one the partition leaves unwritten, or one read past an owner's part
+  // (the slots after the completed flows are never written), names the cell one past the last,
+  // which a sanitizer build reports and the normal build turns into a wrong or NaN output rather
+  // than a jump through garbage.
   void poison_outputs() override {
     fill_nan(out_);
-    if (owned_cells_) Kokkos::deep_copy(cell_of_, int64_t{-1});
+    if (!owned_cells_) return;
+    Kokkos::deep_copy(cell_of_, int64_t{-1});
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    Kokkos::deep_copy(owned_flows_, body::OwnedFlow{static_cast<int32_t>(lattice_.cells()), nan, nan});
   }
 
   void run() override {
