@@ -340,22 +340,29 @@ TEST(EnergyFlowBodies, CellBlocksGiveEachCellToTheOwnerWhoseBlockHoldsIt) {
 }
 
 /// owned_cells as the Kokkos kernels run it, on the host: the completed flows partitioned by
-/// owner in flow order, then each owner's block.
+/// owner in flow order into one array of a record per flow, its unused tail poisoned as the
+/// variant poisons it (the cell one past the last), then each owner's block.
 std::vector<double> owned_blocks(const ArrayMap& inputs, int64_t owners) {
   const ref::Lattice l = ef::lattice_of(inputs);
   const auto flows = ef::load_flows<float>(inputs);
   const body::FlowPointers p{flows.batch.data(), flows.steps.data(), flows.x.data(), flows.y.data(),
                              flows.z.data(), flows.energy.data(), flows.active.data(), flows.projected.data()};
   const body::CellBlocks blocks = body::cell_blocks(l.cells(), owners);
-  std::vector<std::vector<body::OwnedFlow>> owned(owners);
+  std::vector<std::vector<body::OwnedFlow>> parts(owners);
   for (int64_t i = 0; i < flows.count(); ++i)
     if (const int64_t cell = body::completed_cell_body(i, p, l.width, l.height); cell >= 0)
-      owned[blocks.owner_of(cell)].push_back({static_cast<int32_t>(cell), body::omega_body(i, p), flows.energy[i]});
+      parts[blocks.owner_of(cell)].push_back({static_cast<int32_t>(cell), body::omega_body(i, p), flows.energy[i]});
   const float unwritten = std::numeric_limits<float>::quiet_NaN();
+  std::vector<body::OwnedFlow> owned(flows.count(), {static_cast<int32_t>(l.cells()), unwritten, unwritten});
+  std::vector<int64_t> begin{0};
+  for (const auto& part : parts) {
+    std::copy(part.begin(), part.end(), owned.begin() + begin.back());
+    begin.push_back(begin.back() + static_cast<int64_t>(part.size()));
+  }
   std::vector<float> largest(l.cells(), unwritten), total(l.cells(), unwritten), weighted(l.cells(), unwritten),
       out(l.cells(), unwritten);
   for (int64_t o = 0; o < owners; ++o)
-    body::owned_block_body(owned[o].data(), static_cast<int64_t>(owned[o].size()), blocks.first(o), blocks.first(o + 1),
+    body::owned_block_body(owned.data() + begin[o], begin[o + 1] - begin[o], blocks.first(o), blocks.first(o + 1),
                            largest.data(), total.data(), weighted.data(), out.data());
   return std::vector<double>(out.begin(), out.end());
 }
