@@ -185,9 +185,9 @@ class Aggregate final : public Workload {
          "max, exp and sum, each weight rounded to bf16), the weighted sum in fp32",
          false, PhaseInfo::kNoClaim, PhaseInfo::kNoClaim, {Capability::Bf16}},
         {6, kOwnedCells,
-         "beyond the seed, exact (fp32 weights again): no groups; every flow's cell in one pass, then "
-         "each thread owns a block of cells and folds their flows in flow order into a running max, "
-         "sum and weighted sum (an online softmax, one exp per flow); no atomics, sort or allocation",
+         "beyond the seed, exact (fp32 weights again): no groups; each thread owns a block of cells, "
+         "the completed flows are partitioned by owner in flow order, and each owner computes its "
+         "block (max, exp(omega - max), the sums, one division per cell); no atomics, sort or allocation",
          true, PhaseInfo::kNoClaim, PhaseInfo::kNoClaim, {}, {kBf16Weights}},
     };
   }

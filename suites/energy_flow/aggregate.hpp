@@ -33,7 +33,7 @@ inline constexpr const char* kSegmentSoftmax = "segment_softmax";    // one segm
 inline constexpr const char* kNoCompaction = "no_compaction";        // beyond the seed: no nonzero, a spare cell
 // Approximate: the original's default since a commit after the seed, softmax weights in bf16.
 inline constexpr const char* kBf16Weights = "bf16_weights";
-// Beyond the seed (Kokkos): one pass, each thread owning a block of cells, an online softmax.
+// Beyond the seed (Kokkos): each thread owns a block of cells; the flows partitioned by owner.
 inline constexpr const char* kOwnedCells = "owned_cells";
 // Not an optimization: the original's bug, declared as such (PhaseInfo::known_bug), must be CAUGHT.
 inline constexpr const char* kLegacyXyGrouping = "legacy_xy_grouping";
