@@ -505,5 +505,59 @@ TEST(RooflineDevices, TheGpuProbeRunsOncePerPhysicalDeviceThenItsCacheIsRead) {
   fs::remove_all(cache);
 }
 
+// A workload's latency chain (issue 28): a row of 100 bytes in 0.2 us is at a few percent of any
+// bandwidth, but its chain takes 0.1 us on this host: it is at 50% of what binds it, "latency".
+ResultRow tiny_row(const std::string& device, double median_ms) {
+  ResultRow row;
+  row.suite = "trainer2", row.workload = "rotor_update", row.size = "default", row.device = device;
+  row.median_ms = median_ms;
+  row.gb_per_s = 100 / (median_ms / 1e3) / 1e9;
+  return row;
+}
+
+roofline::Ceilings with_rotor_floor(roofline::Ceilings c, double floor_ms) {
+  c.latency_floors[roofline::latency_floor_key("trainer2", "rotor_update", "default")] = {floor_ms, "the chain", "test", 1000};
+  return c;
+}
+
+TEST(RooflineLatency, ARowHeldToALatencyFloorIsMeasuredAgainstItWhereItBindsHarder) {
+  const roofline::Ceilings c = with_rotor_floor(ceilings(50, 1000), 1e-4);
+  std::vector<ResultRow> rows = {tiny_row("cpu", 2e-4), tiny_row("cpu", 2e-4), tiny_row("cpu", 5e-5), tiny_row("cpu", 2e-4)};
+  rows[1].size = "small";         // no floor for this size: the bandwidth alone
+  rows[3].workload = "lior_step";  // nor for this workload
+  roofline::add_roofline_pct(rows, c);
+  EXPECT_NEAR(rows[0].roofline_pct, 50.0, 1e-9);
+  EXPECT_EQ(rows[0].bound, "latency");
+  EXPECT_EQ(rows[1].bound, "memory");
+  EXPECT_NEAR(rows[1].roofline_pct, 100 / 2e-7 / 1e9 / 50 * 100, 1e-9);
+  EXPECT_NEAR(rows[2].roofline_pct, 200.0, 1e-9);  // faster than the chain: above 100%, as measured
+  EXPECT_EQ(rows[3].bound, "memory");
+  // Where the bytes' share is larger than the floor's, the bytes bind: the floor only adds a ceiling.
+  const roofline::RooflinePosition data{80, "L2"};
+  EXPECT_EQ(roofline::with_latency_floor(data, tiny_row("cpu", 2e-4), c).bound, "L2");
+  EXPECT_DOUBLE_EQ(roofline::with_latency_floor(data, tiny_row("cpu", 2e-4), c).percent, 80);
+  // A row without a median has no share of anything.
+  EXPECT_TRUE(std::isnan(roofline::with_latency_floor({}, tiny_row("cpu", kMissing), c).percent));
+}
+
+TEST(RooflineLatency, TheHostsFloorsAreNotAGpusAndTravelInMachineJson) {
+  roofline::Ceilings machine = with_rotor_floor(machine_with_gpu(), 1e-4);
+  EXPECT_EQ(roofline::ceilings_for_device(machine, "cpu", false)->latency_floors.size(), 1u);
+  EXPECT_TRUE(roofline::ceilings_for_device(machine, "cuda", false)->latency_floors.empty());
+  std::vector<ResultRow> rows = {tiny_row("cuda", 2e-4)};
+  roofline::add_roofline_pct(rows, machine);
+  EXPECT_NE(rows[0].bound, "latency");
+  const roofline::Ceilings back = roofline::from_json(roofline::to_json(machine));
+  ASSERT_EQ(back.latency_floors.size(), 1u);
+  const roofline::LatencyFloor& floor = back.latency_floors.begin()->second;
+  EXPECT_DOUBLE_EQ(floor.ms, 1e-4);
+  EXPECT_EQ(floor.what, "the chain");
+  EXPECT_EQ(floor.calls, 1000);
+  EXPECT_FALSE(roofline::to_json(ceilings(211, 3000)).contains("latency_floors"));
+  nlohmann::json broken = roofline::to_json(machine);
+  broken["latency_floors"]["trainer2/rotor_update/default"]["ms"] = 0;
+  EXPECT_THROW(roofline::from_json(broken), InputError);
+}
+
 }  // namespace
 }  // namespace pb

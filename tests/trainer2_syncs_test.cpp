@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <map>
+
+#include <nlohmann/json.hpp>
 
 #include "phasebench/backend.hpp"
 #include "phasebench/results.hpp"
@@ -43,6 +46,34 @@ TEST(Trainer2Syncs, FallFromThreePerStepToOnePerWindow) {
     EXPECT_LE(last->host_syncs_per_iter, windows) << name << " last phase " << last->phase;
   }
   std::filesystem::remove_all(out);
+}
+
+// rotor_update's calling_thread_rotor (issue 28): the copy and the 8 updates are one kernel on the
+// calling thread, where vectorized_rotor dispatches two parallel ones; neither reads to the host.
+// (verify checks its numbers; this, that it is the one kernel it says.)
+TEST(Trainer2Rotor, TheCallingThreadsUpdateIsOneKernelAndNoSync) {
+  const auto out = testing::fresh_temp_path("trainer2-rotor");
+  const auto result = testing::run_phasebench("run --quick --reps 1 --size small --filter 'trainer2/rotor_update/kokkos/' --out " +
+                                              out.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  std::map<std::string, ResultRow> by_phase;
+  for (const ResultRow& row : read_results_csv((out / "results.csv").string())) by_phase[row.phase] = row;
+  const nlohmann::json machine = nlohmann::json::parse(std::ifstream(out / "machine.json"));
+  std::filesystem::remove_all(out);
+  const nlohmann::json& floor = machine.at("roofline").at("latency_floors").at("trainer2/rotor_update/small");
+  EXPECT_GT(floor.at("ms").get<double>(), 0);
+  EXPECT_GE(floor.at("calls").get<int>(), 1000);
+  if (by_phase.empty()) GTEST_SKIP() << "Kokkos is not built";
+  ASSERT_EQ(by_phase.count("calling_thread_rotor"), 1u) << result.output;
+  const ResultRow& calling = by_phase.at("calling_thread_rotor");
+  ASSERT_EQ(calling.status, Status::Ok) << calling.reason;
+  EXPECT_EQ(calling.ops_per_iter, 1);
+  EXPECT_EQ(calling.host_syncs_per_iter, 0);
+  EXPECT_EQ(by_phase.at("vectorized_rotor").ops_per_iter, 2);
+  // Its bytes and flops price it at nanoseconds: the run timed the update's latency chain and holds
+  // every host row to it (docs/file-formats.md, bound "latency").
+  EXPECT_EQ(calling.bound, "latency");
+  EXPECT_GT(calling.roofline_pct, by_phase.at("vectorized_rotor").roofline_pct);
 }
 
 }  // namespace

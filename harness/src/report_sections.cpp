@@ -524,7 +524,8 @@ std::string nearest_to_the_bound_table(const Run& run) {
   }
   return paragraph("Run " + escape(run.letter) + ": each workload's checked variant nearest to its bound, farthest "
                    "first (highlighted: below 50%). bound: the ceiling its roofline % is against: compute (the fp32 "
-                   "peak), memory, or the cache level its data are streamed from.") +
+                   "peak), memory, the cache level its data are streamed from, or latency (the workload's latency chain, "
+                   "timed on the host: machine.json's roofline.latency_floors).") +
          table.html();
 }
 

@@ -134,8 +134,9 @@ void set_throughput(ResultRow& row, const WorkEstimate& work, const Derivation& 
   const std::optional<roofline::Ceilings> own =
       roofline::ceilings_for_device(*inputs.ceilings, row.device, computes_in_bf16(row, inputs.catalog));
   if (!own) return;
-  const roofline::RooflinePosition position =
-      roofline::roofline_position(row.gflop_per_s, row.gb_per_s, work.bytes > 0 ? work.bytes : kMissing, *own);
+  const roofline::RooflinePosition position = roofline::with_latency_floor(
+      roofline::roofline_position(row.gflop_per_s, row.gb_per_s, work.bytes > 0 ? work.bytes : kMissing, *own), row,
+      *own);
   row.roofline_pct = position.percent;
   row.bound = position.bound;
 }

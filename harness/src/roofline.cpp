@@ -111,6 +111,9 @@ nlohmann::json to_json(const Ceilings& ceilings) {
   // Only in a run's ceilings (machine.json), never in the CPU's cache files.
   for (const auto& [device, gpu] : ceilings.devices) json["devices"][device] = to_json(gpu);
   if (!ceilings.devices_without_ceilings.empty()) json["devices_without_ceilings"] = ceilings.devices_without_ceilings;
+  for (const auto& [key, floor] : ceilings.latency_floors)
+    if (std::isfinite(floor.ms))
+      json["latency_floors"][key] = {{"ms", floor.ms}, {"what", floor.what}, {"method", floor.method}, {"calls", floor.calls}};
   return json;
 }
 
@@ -137,6 +140,10 @@ Ceilings from_json(const nlohmann::json& json) {
         ceilings.devices[device] = device_ceilings_from_json(gpu);
     if (json.contains("devices_without_ceilings"))
       ceilings.devices_without_ceilings = json.at("devices_without_ceilings").get<std::map<std::string, std::string>>();
+    if (json.contains("latency_floors"))  // absent before the latency floors, and where no workload declares one
+      for (const auto& [key, floor] : json.at("latency_floors").items())
+        ceilings.latency_floors[key] = {floor.at("ms").get<double>(), floor.value("what", ""), floor.value("method", ""),
+                                        floor.value("calls", 0)};
   } catch (const nlohmann::json::exception& error) {
     throw InputError(std::string("roofline ceilings: ") + error.what());
   }
@@ -145,6 +152,8 @@ Ceilings from_json(const nlohmann::json& json) {
   for (const CacheCeiling& cache : ceilings.caches)
     if (!(cache.capacity_bytes > 0) || !(cache.gb_per_s > 0))
       throw InputError("roofline ceilings: cache " + cache.name + " needs a positive capacity and bandwidth");
+  for (const auto& [key, floor] : ceilings.latency_floors)
+    if (!(floor.ms > 0)) throw InputError("roofline ceilings: latency floor " + key + " needs a positive ms");
   return ceilings;
 }
 
@@ -231,12 +240,25 @@ std::optional<Ceilings> ceilings_for_device(const Ceilings& machine, const std::
   return ceilings;
 }
 
+std::string latency_floor_key(const std::string& suite, const std::string& workload, const std::string& size) {
+  return suite + "/" + workload + "/" + size;
+}
+
+RooflinePosition with_latency_floor(const RooflinePosition& position, const ResultRow& row, const Ceilings& ceilings) {
+  const auto floor = ceilings.latency_floors.find(latency_floor_key(row.suite, row.workload, row.size));
+  if (floor == ceilings.latency_floors.end() || !(row.median_ms > 0)) return position;
+  const double latency_share = floor->second.ms / row.median_ms * 100.0;
+  if (!(latency_share > position.percent) && !std::isnan(position.percent)) return position;
+  return {latency_share, "latency"};
+}
+
 void add_roofline_pct(std::vector<ResultRow>& rows, const Ceilings& ceilings) {
   for (ResultRow& row : rows) {
     const double bytes_per_iteration = row.gb_per_s * 1e9 * row.median_ms / 1e3;  // NaN without bytes
     const std::optional<Ceilings> own = ceilings_for_device(ceilings, row.device, false);
     const RooflinePosition position =
-        own ? roofline_position(row.gflop_per_s, row.gb_per_s, bytes_per_iteration, *own) : RooflinePosition{};
+        own ? with_latency_floor(roofline_position(row.gflop_per_s, row.gb_per_s, bytes_per_iteration, *own), row, *own)
+            : RooflinePosition{};
     row.roofline_pct = position.percent;
     row.bound = position.bound;
   }

@@ -34,6 +34,16 @@ struct CacheCeiling {
   double gb_per_s = kMissing;
 };
 
+/// One latency chain's time on this machine's host (phasebench/workload.hpp, LatencyChain;
+/// measured in roofline_latency.cpp): the least time one iteration of its workload at its size
+/// takes there, whatever its bytes and flops.
+struct LatencyFloor {
+  double ms = kMissing;  // the median of the chain's timed calls
+  std::string what;      // the workload's words for the chain
+  std::string method;    // how it was timed, in words
+  int calls = 0;         // how many calls were timed
+};
+
 struct Ceilings {
   double bandwidth_gb_per_s = kMissing;  // memory (DRAM): data larger than every cache
   double peak_gflop_per_s = kMissing;
@@ -50,6 +60,9 @@ struct Ceilings {
   // Every GPU device is in one of the two; neither is in a CPU cache file.
   std::map<std::string, DeviceCeilings> devices;
   std::map<std::string, std::string> devices_without_ceilings;
+  // The latency floors of the workloads that declare a chain, by latency_floor_key: the host's,
+  // measured every run (microseconds each), never cached; a GPU's ceilings have none.
+  std::map<std::string, LatencyFloor> latency_floors;
 };
 
 /// The compute method measure() will use in this process: "onednn_sgemm" when oneDNN is linked
@@ -128,6 +141,20 @@ double percent_of_roofline(double gflop_per_s, double gb_per_s, double bytes_per
 /// ceilings; the CPU's (`machine` itself, devices dropped) for every other device.
 std::optional<Ceilings> ceilings_for_device(const Ceilings& machine, const std::string& device, bool computes_in_bf16);
 
+/// "suite/workload/size": a latency floor's key in Ceilings::latency_floors.
+std::string latency_floor_key(const std::string& suite, const std::string& workload, const std::string& size);
+
+/// `position` held to the row's latency floor as well: where the floor of the row's workload and
+/// size over the row's median time is the larger share, that share, bound "latency". Unchanged
+/// without a floor for the row (a GPU row's ceilings have none) or without a median.
+RooflinePosition with_latency_floor(const RooflinePosition& position, const ResultRow& row, const Ceilings& ceilings);
+
+/// Times the latency chain of every registered workload that declares one, at every size it can
+/// run, on the calling thread (the same clock reads around each call as a timed iteration), into
+/// `ceilings.latency_floors`; one line to `log` per floor. A chain that throws is reported, not
+/// recorded.
+void add_latency_floors(Ceilings& ceilings, std::ostream& log);
+
 /// Sets roofline_pct and bound in every row that has gb_per_s or gflop_per_s (its declared bytes
 /// per iteration are gb_per_s times median_ms), against ceilings_for_device(row.device, fp32).
 void add_roofline_pct(std::vector<ResultRow>& rows, const Ceilings& ceilings);
@@ -156,7 +183,8 @@ DeviceProbe device_ceilings_cached_or_measured(Backend& backend, const std::stri
 void add_device_ceilings(Ceilings& ceilings, const std::vector<std::shared_ptr<Backend>>& backends,
                          std::ostream& log);
 
-/// What `run` records: cached_or_measured(threads), then add_device_ceilings over the registry.
+/// What `run` records: cached_or_measured(threads), then add_device_ceilings over the registry,
+/// then add_latency_floors.
 Ceilings machine_ceilings(int threads, std::ostream& log);
 
 /// UTC now, ISO 8601 ("2026-11-23T10:00:00Z"): when ceilings were measured.

@@ -160,6 +160,7 @@ void add_device_ceilings(Ceilings& ceilings, const std::vector<std::shared_ptr<B
 Ceilings machine_ceilings(int threads, std::ostream& log) {
   Ceilings ceilings = cached_or_measured(threads, log);
   add_device_ceilings(ceilings, registered_backends(), log);
+  add_latency_floors(ceilings, log);
   return ceilings;
 }
 

@@ -148,21 +148,27 @@ inline void rotor_update_per_pair(const IndexVec& pairs, const ConstVec& u, cons
   rotor_wrap(theta);
 }
 
-/// The vectorized rotor update: one kernel, one thread per slot (the pair indices are
-/// compile-time arithmetic, the gather is u(i), u(j)); no host reads.
+/// Slot k of θ after the update, from its value before: the pair's step where k is a learnt angle
+/// whose r = hypot(u_i, u_j) >= 1e-6, then the wrap. The pair indices are compile-time arithmetic,
+/// the gather is u(i), u(j) (`Values`: a managed View, or an unmanaged one where counting the
+/// View's references would cost more than the update).
+template <class Values>
+KOKKOS_INLINE_FUNCTION float updated_rotor_slot(int k, const Values& u, float lior_diff, float theta_k) {
+  if (k < kAngles) {
+    int i, j;
+    rotor_pair(k, i, j);
+    const float radius = device_math::hypot(u(i), u(j));
+    if (radius >= kMinRotorRadius) theta_k = rotor_step(theta_k, lior_diff, device_math::atan2(u(j), u(i)), radius);
+  }
+  return wrap_angle(theta_k);
+}
+
+/// The vectorized rotor update: one kernel, one thread per slot; no host reads.
 inline void rotor_update_vectorized(const ConstVec& u, const ConstCell& lior_diff, const Vec& theta) {
   Kokkos::parallel_for(
       kRotorVectorLabel, RangePolicy(0, kSlots), KOKKOS_LAMBDA(int64_t slot) {
         const int k = static_cast<int>(slot);
-        float updated = theta(k);
-        if (k < kAngles) {
-          int i, j;
-          rotor_pair(k, i, j);
-          const float radius = device_math::hypot(u(i), u(j));
-          if (radius >= kMinRotorRadius)
-            updated = rotor_step(updated, lior_diff(), device_math::atan2(u(j), u(i)), radius);
-        }
-        theta(k) = wrap_angle(updated);
+        theta(k) = updated_rotor_slot(k, u, lior_diff(), theta(k));
       });
 }
 

@@ -22,6 +22,8 @@ inline constexpr const char* kHoistedRetrievalBatch = "hoisted_retrieval_batch";
 inline constexpr const char* kLastStepAct = "last_step_act";
 inline constexpr const char* kDeferredMetrics = "deferred_metrics";
 inline constexpr const char* kTemporalBlocking = "temporal_blocking";
+// trainer2/rotor_update only: on a host, the update on the calling thread (issue 28).
+inline constexpr const char* kCallingThreadRotor = "calling_thread_rotor";
 // trainer2/lior_step only (its catalog is lior_step.cpp's): the quadratic form fused.
 inline constexpr const char* kFusedQuadraticForm = "fused_quadratic_form";
 
@@ -70,6 +72,11 @@ inline PhaseInfo trainer2_phase(int index) {
               "beyond the seed: with the metrics deferred, the per-step LIoR math moves after the "
               "loop and the whole window's field runs as one kernel, blocks of channels kept in "
               "cache for all W steps (the channels never interact)"};
+    case 12:
+      return {12, kCallingThreadRotor,
+              "beyond the seed (rotor_update, on a host): the copy of the input angles and the 8 slot "
+              "updates in one kernel on the calling thread (Kokkos::Serial): a parallel region's fork "
+              "and join cost about 30 times the whole update"};
   }
   return {index, "unknown", ""};
 }

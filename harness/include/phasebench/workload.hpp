@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -97,6 +98,19 @@ struct WorkEstimate {
   double bytes = 0;
 };
 
+/// The chain of dependent steps that bounds one iteration where neither bandwidth nor arithmetic
+/// does (a few scalar libm calls, a sequence of steps each waiting for the last). The harness
+/// times it on the machine (roofline_latency.cpp) and holds every row on a host to it: a row's
+/// roofline_pct is then the larger of its roofline shares and the chain's time over the row's, and
+/// its `bound` is "latency" when the chain gives the larger share.
+struct LatencyChain {
+  std::string what;  // one line: the chain, and why no variant can do with less of it
+  // Prepares the chain for `inputs` (make_inputs' arrays; converted once, outside the timing) and
+  // returns the chain itself: one call runs it once and returns a value of its result (kept by
+  // the harness, so that the work cannot be optimized away).
+  std::function<std::function<double()>(const ArrayMap& inputs)> prepare;
+};
+
 class Workload {
  public:
   virtual ~Workload() = default;
@@ -131,6 +145,9 @@ class Workload {
   /// the seed claims nothing for the workload as a whole. Its `index`, when not 0, is the last
   /// phase the claim covers (phases beyond the seed's are then not held to it).
   virtual PhaseInfo cumulative_claim() const { return {}; }
+  /// The latency chain of one iteration at `size`, where one binds it; nullopt for a workload whose
+  /// bytes or flops bound it (the roofline's ceilings then apply alone).
+  virtual std::optional<LatencyChain> latency_chain(SizeClass /*size*/) const { return std::nullopt; }
 
   std::optional<PhaseInfo> find_phase(int index) const;
 };
