@@ -46,16 +46,17 @@ LatencyFloor time_chain(const std::function<double()>& chain) {
   return floor;
 }
 
-std::string summary(const std::string& key, const LatencyFloor& floor) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.3g us", floor.ms * 1e3);
-  return "roofline: latency floor of " + key + ": " + text + " (" + floor.what + ")";
+std::string microseconds(double ms) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g us", ms * 1e3);
+  return text;
 }
 
 }  // namespace
 
 void add_latency_floors(Ceilings& ceilings, std::ostream& log) {
-  for (const auto& workload : registered_workloads())
+  for (const auto& workload : registered_workloads()) {
+    std::string measured, what;  // one line per workload: its floor at each size
     for (const SizeClass size : all_sizes()) {
       if (workload->size_unsupported_reason(size)) continue;
       const std::optional<LatencyChain> chain = workload->latency_chain(size);
@@ -63,13 +64,16 @@ void add_latency_floors(Ceilings& ceilings, std::ostream& log) {
       const std::string key = latency_floor_key(workload->suite(), workload->name(), to_string(size));
       try {
         LatencyFloor floor = time_chain(chain->prepare(workload->make_inputs(size, kInputSeed)));
-        floor.what = chain->what;
-        log << summary(key, floor) << "\n";
+        floor.what = what = chain->what;
+        measured += (measured.empty() ? "" : ", ") + to_string(size) + " " + microseconds(floor.ms);
         ceilings.latency_floors[key] = floor;
       } catch (const std::exception& error) {
         log << "roofline: latency floor of " << key << " not measured: " << error.what() << "\n";
       }
     }
+    if (!measured.empty())
+      log << "roofline: latency floor of " << workload->full_name() << ": " << measured << " (" << what << ")\n";
+  }
 }
 
 }  // namespace pb::roofline
