@@ -5,16 +5,22 @@
 //
 // The means are read by the host: three reductions into host scalars (3 host syncs), or with
 // batched_metrics one reduction into a device View of 3 read with one deep_copy (1 host sync).
+// single_pass_lior (issue 28): s, dlior and the three sums in one kernel over blocks of rows,
+// vectorized across rows on a host (docs/trainer2.md, "The limit of lior_step").
 // Nothing is allocated in run(): every View and host mirror is made in setup().
 
 #include "reference/trainer2/lior_step.hpp"
 #include "suites/trainer2/lior_step_outputs.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
+#include "backends/kokkos/host_vectorization.hpp"
 #include "optimized/trainer2/trainer2_engine-kokkos.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/trainer2/phases.hpp"
@@ -64,10 +70,101 @@ void three_sums(const k2::ConstVec& dlior, const k2::ConstVec& R, const k2::Cons
   Kokkos::parallel_reduce(kSumsLabel, RangePolicy(0, s.extent(0)), ThreeSums{3, dlior, R, s}, sums);
 }
 
+// ---- single_pass_lior ----------------------------------------------------------------------------
+
+#if !defined(KOKKOS_ENABLE_CUDA) && !defined(KOKKOS_ENABLE_HIP) && !defined(KOKKOS_ENABLE_SYCL) && \
+    !defined(KOKKOS_ENABLE_OPENMPTARGET)
+#define PB_LIOR_SINGLE_PASS_ON_HOST 1
+// The single pass reads v through its pointer, row m at v + m * kDim: the host's LayoutRight.
+static_assert(std::is_same_v<Matrix::array_layout, Kokkos::LayoutRight>, "v must be row-major on the host");
+
+constexpr int64_t kLanes = 16;        // rows taken at once: 16 floats, one AVX-512 register
+// Rows per block (a work item): 64 kB of v, many blocks per thread. Not a multiple of kLanes on
+// purpose: every verify size's M is one (B·K, K a multiple of 16), so with 2048 no block would end
+// in the rows taken one by one and no input would reach that loop; 2040 ends each in 8 of them.
+constexpr int64_t kBlockRows = 2040;
+
+/// Rows [begin, end): s and dlior written, the sums of dlior, R and s added to sums[0..2]. Rows go
+/// kLanes at a time, each lane with its own accumulators and its row's quadratic form in the
+/// reference's order, so the lanes are independent and the compiler vectorizes across them (a
+/// sum into one float it may not reorder). The rows past the last full group go one by one.
+/// Inlined into each ISA clone below: called, it would run the baseline x86-64 code in all of them.
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+inline void single_pass_rows(const float* v, const float* g, const float* R, float* s, float* dlior, int64_t begin,
+                      int64_t end, float* sums) {
+  float lane_dlior[kLanes] = {}, lane_R[kLanes] = {}, lane_s[kLanes] = {};
+  const auto row = [&](int64_t m, int lane) {
+    float quadratic_form = 0;
+    for (int i = 0; i < k2::kDim; ++i) quadratic_form += g[i] * v[m * k2::kDim + i] * v[m * k2::kDim + i];
+    const float speed = k2::speed_from_quadratic_form(quadratic_form);
+    const float scaled = R[m] * speed;
+    s[m] = speed;
+    dlior[m] = scaled;
+    lane_dlior[lane] += scaled;
+    lane_R[lane] += R[m];
+    lane_s[lane] += speed;
+  };
+  int64_t m = begin;
+  for (; m + kLanes <= end; m += kLanes) {
+    PB_KOKKOS_IVDEP
+    for (int lane = 0; lane < kLanes; ++lane) row(m + lane, lane);
+  }
+  for (; m < end; ++m) row(m, 0);
+  for (int lane = 0; lane < kLanes; ++lane) {
+    sums[0] += lane_dlior[lane];
+    sums[1] += lane_R[lane];
+    sums[2] += lane_s[lane];
+  }
+}
+
+// Also compiled for AVX2 and AVX-512 where the host allows it (host_vectorization.hpp).
+#ifdef PB_KOKKOS_HOST_ISA_CLONES
+__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void single_pass_rows_cloned(
+    const float* v, const float* g, const float* R, float* s, float* dlior, int64_t begin, int64_t end, float* sums) {
+  single_pass_rows(v, g, R, s, dlior, begin, end, sums);
+}
+#define PB_LIOR_SINGLE_PASS_ROWS single_pass_rows_cloned
+#else
+#define PB_LIOR_SINGLE_PASS_ROWS single_pass_rows
+#endif
+
+/// One block of rows per work item; Kokkos adds the blocks' 3 sums (an array reduction, as
+/// ThreeSums) into a device View.
+struct SinglePassLior {
+  using value_type = float[];
+  using size_type = int64_t;
+  const unsigned value_count = 3;
+  const float *v, *g, *R;
+  float *s, *dlior;
+  int64_t rows;
+
+  void operator()(int64_t block, value_type sums) const {
+    const int64_t begin = block * kBlockRows;
+    PB_LIOR_SINGLE_PASS_ROWS(v, g, R, s, dlior, begin, std::min(begin + kBlockRows, rows), sums);
+  }
+};
+
+const std::string kSinglePassLabel = "lior_step/single_pass";
+#endif
+
 class LiorStepKokkos final : public Variant {
  public:
   explicit LiorStepKokkos(const VariantContext& context)
-      : batched_metrics_(context.has(t2::kBatchedMetrics)), fused_(context.has(t2::kFusedLiorSpd)) {}
+      : batched_metrics_(context.has(t2::kBatchedMetrics)),
+        fused_(context.has(t2::kFusedLiorSpd)),
+        single_pass_(context.has(t2::kSinglePassLior)) {}
+
+  // The single pass is written for host cores (rows through a pointer, vectors of 16 rows).
+  std::optional<CannotRun> support() const override {
+#ifndef PB_LIOR_SINGLE_PASS_ON_HOST
+    if (single_pass_)
+      return CannotRun{CannotRun::Kind::Unsupported,
+                       "single_pass_lior is written for host cores; this Kokkos runs kernels on a device"};
+#endif
+    return std::nullopt;
+  }
 
   void setup(const ArrayMap& inputs) override {
     const HostArray& v = require(inputs, "v");
@@ -81,7 +178,7 @@ class LiorStepKokkos final : public Variant {
     s_ = k2::Vec("s", rows_);
     dlior_ = k2::Vec("dlior", rows_);
     if (!fused_) s_first_ = k2::Vec("s_tmp", rows_);
-    if (batched_metrics_) {
+    if (batched_metrics_ || single_pass_) {
       sums_ = k2::Vec("sums", 3);
       sums_host_ = Kokkos::create_mirror_view(sums_);
     }
@@ -97,6 +194,7 @@ class LiorStepKokkos final : public Variant {
   }
 
   void run() override {
+    if (single_pass_) return run_single_pass();
     k2::lior_step(fused_, v_, g_, R_, s_, dlior_, s_first_);
     if (batched_metrics_) {
       read_means_batched();
@@ -119,15 +217,29 @@ class LiorStepKokkos final : public Variant {
     means_.mean_s = mean_on_host(s_);
   }
 
+  // single_pass_lior: one kernel writes s and dlior and leaves the three sums on the device.
+  void run_single_pass() {
+#ifdef PB_LIOR_SINGLE_PASS_ON_HOST
+    const int64_t blocks = (rows_ + kBlockRows - 1) / kBlockRows;
+    Kokkos::parallel_reduce(kSinglePassLabel, RangePolicy(0, blocks),
+                            SinglePassLior{3, v_.data(), g_.data(), R_.data(), s_.data(), dlior_.data(), rows_}, sums_);
+    read_means_from_sums();
+#endif
+  }
+
   // batched_metrics: one reduction leaves the three sums on the device; one transfer reads them.
   void read_means_batched() {
     three_sums(dlior_, R_, s_, sums_);
+    read_means_from_sums();
+  }
+
+  void read_means_from_sums() {
     copy_to_host(sums_host_, sums_);
     const float count = static_cast<float>(rows_);
     means_ = {sums_host_(0) / count, sums_host_(1) / count, sums_host_(2) / count};
   }
 
-  bool batched_metrics_, fused_;
+  bool batched_metrics_, fused_, single_pass_;
   int64_t rows_ = 0;
   Matrix v_;
   k2::Vec R_, g_;
@@ -139,7 +251,7 @@ class LiorStepKokkos final : public Variant {
 };
 
 const VariantRegistration registration{
-    "trainer2/lior_step", "kokkos", {t2::kBaseline, t2::kBatchedMetrics, t2::kFusedLiorSpd},
+    "trainer2/lior_step", "kokkos", {t2::kBaseline, t2::kBatchedMetrics, t2::kFusedLiorSpd, t2::kSinglePassLior},
     [](const VariantContext& context) { return std::make_unique<LiorStepKokkos>(context); }};
 
 }  // namespace

@@ -83,6 +83,10 @@ class LiorStep final : public Workload {
         {8, kFusedQuadraticForm,
          "beyond the seed: the quadratic form, clamp, +eps and sqrt fused into as few operations "
          "as the backend allows (where phase 3 still runs them op by op)"},
+        {9, kSinglePassLior,
+         "beyond the seed: s, dlior and the three batch sums in one pass over the rows (one kernel "
+         "over blocks of rows, 16 rows at a time with one accumulator per row, so that a core's "
+         "vector unit takes 16 rows at once), then one transfer of the sums"},
     };
   }
 

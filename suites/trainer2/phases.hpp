@@ -26,6 +26,8 @@ inline constexpr const char* kTemporalBlocking = "temporal_blocking";
 inline constexpr const char* kCallingThreadRotor = "calling_thread_rotor";
 // trainer2/lior_step only (its catalog is lior_step.cpp's): the quadratic form fused.
 inline constexpr const char* kFusedQuadraticForm = "fused_quadratic_form";
+// trainer2/lior_step only: s, dlior and the three sums in one pass over the rows (issue 28).
+inline constexpr const char* kSinglePassLior = "single_pass_lior";
 
 inline PhaseInfo trainer2_phase(int index) {
   switch (index) {
