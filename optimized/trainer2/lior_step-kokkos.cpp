@@ -6,13 +6,13 @@
 // The means are read by the host: three reductions into host scalars (3 host syncs), or with
 // batched_metrics one reduction into a device View of 3 read with one deep_copy (1 host sync).
 // single_pass_lior (issue 28): s, dlior and the three sums in one kernel over blocks of rows,
-// vectorized across rows on a host (docs/trainer2.md, "The limit of lior_step").
+// vectorized across rows on a host: the block's body is optimized/trainer2/lior_step-bodies.hpp
+// (docs/trainer2.md, "The limit of lior_step").
 // Nothing is allocated in run(): every View and host mirror is made in setup().
 
 #include "reference/trainer2/lior_step.hpp"
 #include "suites/trainer2/lior_step_outputs.hpp"
 
-#include <algorithm>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -21,6 +21,7 @@
 #include <type_traits>
 
 #include "backends/kokkos/host_vectorization.hpp"
+#include "optimized/trainer2/lior_step-bodies.hpp"
 #include "optimized/trainer2/trainer2_engine-kokkos.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/trainer2/phases.hpp"
@@ -78,56 +79,17 @@ void three_sums(const k2::ConstVec& dlior, const k2::ConstVec& R, const k2::Cons
 // The single pass reads v through its pointer, row m at v + m * kDim: the host's LayoutRight.
 static_assert(std::is_same_v<Matrix::array_layout, Kokkos::LayoutRight>, "v must be row-major on the host");
 
-constexpr int64_t kLanes = 16;        // rows taken at once: 16 floats, one AVX-512 register
-// Rows per block (a work item): 64 kB of v, many blocks per thread. Not a multiple of kLanes on
-// purpose: every verify size's M is one (B·K, K a multiple of 16), so with 2048 no block would end
-// in the rows taken one by one and no input would reach that loop; 2040 ends each in 8 of them.
-constexpr int64_t kBlockRows = 2040;
-
-/// Rows [begin, end): s and dlior written, the sums of dlior, R and s added to sums[0..2]. Rows go
-/// kLanes at a time, each lane with its own accumulators and its row's quadratic form in the
-/// reference's order, so the lanes are independent and the compiler vectorizes across them (a
-/// sum into one float it may not reorder). The rows past the last full group go one by one.
-/// Inlined into each ISA clone below: called, it would run the baseline x86-64 code in all of them.
-#if defined(__GNUC__)
-__attribute__((always_inline))
-#endif
-inline void single_pass_rows(const float* v, const float* g, const float* R, float* s, float* dlior, int64_t begin,
-                      int64_t end, float* sums) {
-  float lane_dlior[kLanes] = {}, lane_R[kLanes] = {}, lane_s[kLanes] = {};
-  const auto row = [&](int64_t m, int lane) {
-    float quadratic_form = 0;
-    for (int i = 0; i < k2::kDim; ++i) quadratic_form += g[i] * v[m * k2::kDim + i] * v[m * k2::kDim + i];
-    const float speed = k2::speed_from_quadratic_form(quadratic_form);
-    const float scaled = R[m] * speed;
-    s[m] = speed;
-    dlior[m] = scaled;
-    lane_dlior[lane] += scaled;
-    lane_R[lane] += R[m];
-    lane_s[lane] += speed;
-  };
-  int64_t m = begin;
-  for (; m + kLanes <= end; m += kLanes) {
-    PB_KOKKOS_IVDEP
-    for (int lane = 0; lane < kLanes; ++lane) row(m + lane, lane);
-  }
-  for (; m < end; ++m) row(m, 0);
-  for (int lane = 0; lane < kLanes; ++lane) {
-    sums[0] += lane_dlior[lane];
-    sums[1] += lane_R[lane];
-    sums[2] += lane_s[lane];
-  }
-}
+namespace body = pb::optimized::trainer2;
 
 // Also compiled for AVX2 and AVX-512 where the host allows it (host_vectorization.hpp).
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
-__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void single_pass_rows_cloned(
-    const float* v, const float* g, const float* R, float* s, float* dlior, int64_t begin, int64_t end, float* sums) {
-  single_pass_rows(v, g, R, s, dlior, begin, end, sums);
+__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void single_pass_block_cloned(
+    const float* v, const float* g, const float* R, float* s, float* dlior, int64_t rows, int64_t block, float* sums) {
+  body::single_pass_block(v, g, R, s, dlior, rows, block, sums);
 }
-#define PB_LIOR_SINGLE_PASS_ROWS single_pass_rows_cloned
+#define PB_LIOR_SINGLE_PASS_BLOCK single_pass_block_cloned
 #else
-#define PB_LIOR_SINGLE_PASS_ROWS single_pass_rows
+#define PB_LIOR_SINGLE_PASS_BLOCK body::single_pass_block
 #endif
 
 /// One block of rows per work item; Kokkos adds the blocks' 3 sums (an array reduction, as
@@ -140,10 +102,7 @@ struct SinglePassLior {
   float *s, *dlior;
   int64_t rows;
 
-  void operator()(int64_t block, value_type sums) const {
-    const int64_t begin = block * kBlockRows;
-    PB_LIOR_SINGLE_PASS_ROWS(v, g, R, s, dlior, begin, std::min(begin + kBlockRows, rows), sums);
-  }
+  void operator()(int64_t block, value_type sums) const { PB_LIOR_SINGLE_PASS_BLOCK(v, g, R, s, dlior, rows, block, sums); }
 };
 
 const std::string kSinglePassLabel = "lior_step/single_pass";
@@ -220,8 +179,7 @@ class LiorStepKokkos final : public Variant {
   // single_pass_lior: one kernel writes s and dlior and leaves the three sums on the device.
   void run_single_pass() {
 #ifdef PB_LIOR_SINGLE_PASS_ON_HOST
-    const int64_t blocks = (rows_ + kBlockRows - 1) / kBlockRows;
-    Kokkos::parallel_reduce(kSinglePassLabel, RangePolicy(0, blocks),
+    Kokkos::parallel_reduce(kSinglePassLabel, RangePolicy(0, body::single_pass_blocks(rows_)),
                             SinglePassLior{3, v_.data(), g_.data(), R_.data(), s_.data(), dlior_.data(), rows_}, sums_);
     read_means_from_sums();
 #endif
