@@ -7,8 +7,8 @@
 // through several pointers (an output View never overlaps an input one, or a row is normalized in
 // place element by element); told, it vectorizes without run-time overlap checks.
 //
-// PB_KOKKOS_HOST_ISA_CLONES, defined when every kernel runs on the host and the compiler is GCC on
-// x86-64: the build targets baseline x86-64 (128-bit SSE2), so a hot loop is also compiled for
+// PB_KOKKOS_HOST_ISA_CLONES, defined when every kernel runs on the host (PB_KOKKOS_KERNELS_ON_HOST)
+// and the compiler is GCC on x86-64: the build targets baseline x86-64 (128-bit SSE2), so a hot loop is also compiled for
 // x86-64-v3 (AVX2, FMA) and v4 (AVX-512) with `__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS)))`,
 // and the loader picks the clone this CPU runs (ifunc).
 
@@ -20,8 +20,14 @@
 #define PB_KOKKOS_IVDEP
 #endif
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(KOKKOS_ENABLE_CUDA) && \
-    !defined(KOKKOS_ENABLE_HIP) && !defined(KOKKOS_ENABLE_SYCL) && !defined(KOKKOS_ENABLE_OPENMPTARGET)
+// PB_KOKKOS_KERNELS_ON_HOST: this Kokkos has no device execution space, so every kernel runs on
+// host cores and may read Views through their pointers as host code.
+#if !defined(KOKKOS_ENABLE_CUDA) && !defined(KOKKOS_ENABLE_HIP) && !defined(KOKKOS_ENABLE_SYCL) && \
+    !defined(KOKKOS_ENABLE_OPENMPTARGET)
+#define PB_KOKKOS_KERNELS_ON_HOST 1
+#endif
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(PB_KOKKOS_KERNELS_ON_HOST)
 #define PB_KOKKOS_HOST_ISA_CLONES 1
 #define PB_KOKKOS_ISA_CLONE_TARGETS "arch=x86-64-v4", "arch=x86-64-v3", "default"
 #endif

@@ -73,9 +73,7 @@ void three_sums(const k2::ConstVec& dlior, const k2::ConstVec& R, const k2::Cons
 
 // ---- single_pass_lior ----------------------------------------------------------------------------
 
-#if !defined(KOKKOS_ENABLE_CUDA) && !defined(KOKKOS_ENABLE_HIP) && !defined(KOKKOS_ENABLE_SYCL) && \
-    !defined(KOKKOS_ENABLE_OPENMPTARGET)
-#define PB_LIOR_SINGLE_PASS_ON_HOST 1
+#ifdef PB_KOKKOS_KERNELS_ON_HOST
 // The single pass reads v through its pointer, row m at v + m * kDim: the host's LayoutRight.
 static_assert(std::is_same_v<Matrix::array_layout, Kokkos::LayoutRight>, "v must be row-major on the host");
 
@@ -117,7 +115,7 @@ class LiorStepKokkos final : public Variant {
 
   // The single pass is written for host cores (rows through a pointer, vectors of 16 rows).
   std::optional<CannotRun> support() const override {
-#ifndef PB_LIOR_SINGLE_PASS_ON_HOST
+#ifndef PB_KOKKOS_KERNELS_ON_HOST
     if (single_pass_)
       return CannotRun{CannotRun::Kind::Unsupported,
                        "single_pass_lior is written for host cores; this Kokkos runs kernels on a device"};
@@ -178,7 +176,7 @@ class LiorStepKokkos final : public Variant {
 
   // single_pass_lior: one kernel writes s and dlior and leaves the three sums on the device.
   void run_single_pass() {
-#ifdef PB_LIOR_SINGLE_PASS_ON_HOST
+#ifdef PB_KOKKOS_KERNELS_ON_HOST
     Kokkos::parallel_reduce(kSinglePassLabel, RangePolicy(0, body::single_pass_blocks(rows_)),
                             SinglePassLior{3, v_.data(), g_.data(), R_.data(), s_.data(), dlior_.data(), rows_}, sums_);
     read_means_from_sums();

@@ -85,7 +85,7 @@ class RotorUpdate final : public Workload {
     return LatencyChain{
         "the fp32 update of the 8 slots on one thread (6 hypot, 6 atan2, 8 fmod), data in L1, nothing dispatched",
         [](const ArrayMap& in) -> std::function<double()> {
-          const std::vector<float> u = as_floats(require(in, "u")), theta_in = as_floats(require(in, "theta"));
+          const std::vector<float> u = require(in, "u").to_floats(), theta_in = require(in, "theta").to_floats();
           const float lior_diff = static_cast<float>(require(in, "lior_diff").values.at(0));
           return [u, theta_in, lior_diff, theta = theta_in]() mutable {
             std::copy(theta_in.begin(), theta_in.end(), theta.begin());  // every call from the input angles, as a row's
@@ -97,10 +97,6 @@ class RotorUpdate final : public Workload {
         }};
   }
 
- private:
-  static std::vector<float> as_floats(const HostArray& array) {
-    return std::vector<float>(array.values.begin(), array.values.end());
-  }
 };
 
 const WorkloadRegistration registration{std::make_shared<RotorUpdate>()};
