@@ -1,8 +1,16 @@
-// geometry/mamba_conjugate on Kokkos (default execution space): the executor ladder of
+// geometry/mamba_conjugate on Kokkos (default execution space). Phases 0-2: the executor ladder of
 // mamba_conjugate-ladder.hpp (what each phase launches and allocates; the kernel bodies the CUDA
-// variant and the host tests run too) on KokkosExecutor (metric-kokkos_executor.hpp). Math:
-// reference/geometry/mamba_conjugate.hpp.
+// variant and the host tests run too) on KokkosExecutor (metric-kokkos_executor.hpp). Phase 3,
+// sign_vectors (issue 28, host cores only): both results in one kernel over blocks of rows, each
+// row multiplied by the constant signs (mamba_conjugate-bodies.hpp), compiled for AVX-512, AVX2
+// and the baseline (host_vectorization.hpp). Math: reference/geometry/mamba_conjugate.hpp.
 
+#include <limits>
+#include <memory>
+#include <optional>
+
+#include "backends/kokkos/host_vectorization.hpp"
+#include "optimized/geometry/mamba_conjugate-bodies.hpp"
 #include "optimized/geometry/mamba_conjugate-ladder.hpp"
 #include "optimized/geometry/metric-kokkos_executor.hpp"
 
@@ -10,10 +18,83 @@ namespace pb::kokkos_backend {
 namespace {
 
 namespace gk = pb::geometry_kernels;
+namespace sv = pb::geometry_kernels::sign_vectors;
 
-const VariantRegistration registration{gk::mc::kMambaConjugate, "kokkos",
-                                       {gk::mc::kCloneAssign, gk::mc::kInPlaceNeg, gk::mc::kSinglePass},
-                                       kokkos_ladder_factory<gk::MambaConjugateLadder>()};
+#ifdef PB_KOKKOS_KERNELS_ON_HOST
+
+#ifdef PB_KOKKOS_HOST_ISA_CLONES
+__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void sign_vectors_block_cloned(const float* x, float* out,
+                                                                                          int64_t rows, int64_t block) {
+  sv::block(x, out, rows, block);
+}
+#define PB_MC_SIGN_VECTORS_BLOCK sign_vectors_block_cloned
+#else
+#define PB_MC_SIGN_VECTORS_BLOCK sv::block
+#endif
+
+/// Work item b < blocks: block b of r's result; the rest: block b - blocks of i's.
+struct BothConjugates {
+  const float* r;
+  const float* i;
+  float* r_conj;
+  float* i_conj;
+  int64_t rows, blocks;
+  void operator()(int64_t b) const {
+    if (b < blocks) return PB_MC_SIGN_VECTORS_BLOCK(r, r_conj, rows, b);
+    PB_MC_SIGN_VECTORS_BLOCK(i, i_conj, rows, b - blocks);
+  }
+};
+
+#endif  // PB_KOKKOS_KERNELS_ON_HOST
+
+/// sign_vectors: one kernel per iteration, results fresh each run as the original returns new
+/// tensors, no host read.
+class MambaConjugateSignVectors final : public Variant {
+ public:
+  std::optional<CannotRun> support() const override { return host_cores_only(gk::mc::kSignVectors); }
+
+  void setup(const ArrayMap& in) override {
+    const HostArray& r = require(in, gk::mc::kStateReal);
+    shape_ = r.shape;
+    values_ = r.numel();
+    r_ = gk::upload_array(exec_, r);
+    i_ = gk::upload_array(exec_, require(in, gk::mc::kStateImag));
+  }
+
+  void poison_outputs() override {
+    for (Buffer* out : {&r_conj_, &i_conj_})
+      if (out->data())
+        exec_.for_each("mc.poison", values_, cuda_backend::Fill{out->data(), std::numeric_limits<float>::quiet_NaN()});
+    Kokkos::fence();
+  }
+
+  void run() override {
+    r_conj_ = exec_.allocate<float>(values_);
+    i_conj_ = exec_.allocate<float>(values_);
+#ifdef PB_KOKKOS_KERNELS_ON_HOST
+    const int64_t rows = values_ / gk::kComponents, blocks = sv::blocks(rows);
+    exec_.for_each("mc.sign_rows", 2 * blocks,
+                   BothConjugates{r_.data(), i_.data(), r_conj_.data(), i_conj_.data(), rows, blocks});
+#endif
+  }
+
+  ArrayMap outputs() override {
+    return {{gk::mc::kConjReal, gk::download_array(exec_, r_conj_, shape_)},
+            {gk::mc::kConjImag, gk::download_array(exec_, i_conj_, shape_)}};
+  }
+
+ private:
+  using Buffer = KokkosExecutor::Buffer<float>;
+  KokkosExecutor exec_;
+  Buffer r_, i_, r_conj_, i_conj_;
+  std::vector<int64_t> shape_;
+  int64_t values_ = 0;
+};
+
+const VariantRegistration registration{
+    gk::mc::kMambaConjugate, "kokkos",
+    {gk::mc::kCloneAssign, gk::mc::kInPlaceNeg, gk::mc::kSinglePass, gk::mc::kSignVectors},
+    kokkos_ladder_factory_beyond<gk::MambaConjugateLadder, MambaConjugateSignVectors>(gk::mc::kSignVectors)};
 
 }  // namespace
 }  // namespace pb::kokkos_backend

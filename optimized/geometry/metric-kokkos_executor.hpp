@@ -11,8 +11,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "backends/kokkos/host_vectorization.hpp"  // PB_KOKKOS_KERNELS_ON_HOST
 #include "backends/kokkos/kokkos_backend.hpp"
 #include "phasebench/variant.hpp"
 
@@ -96,6 +98,26 @@ class KokkosLadderVariant final : public Variant {
 template <template <typename> class Ladder>
 VariantFactory kokkos_ladder_factory() {
   return [](const VariantContext& context) { return std::make_unique<KokkosLadderVariant<Ladder>>(context); };
+}
+
+/// support() of a phase written for host cores (one beyond the shared ladder): none on a Kokkos
+/// that runs kernels on the host, else UNSUPPORTED naming `phase`.
+inline std::optional<CannotRun> host_cores_only([[maybe_unused]] const std::string& phase) {
+#ifdef PB_KOKKOS_KERNELS_ON_HOST
+  return std::nullopt;
+#else
+  return CannotRun{CannotRun::Kind::Unsupported, phase + " is written for host cores; this Kokkos runs kernels on a device"};
+#endif
+}
+
+/// The ladder's factory for the phases up to the ladder's last; the phases with `optimization` in
+/// effect (one written for the host beyond the shared ladder) get `Beyond`, default-constructed.
+template <template <typename> class Ladder, typename Beyond>
+VariantFactory kokkos_ladder_factory_beyond(const char* optimization) {
+  return [optimization](const VariantContext& context) -> std::unique_ptr<Variant> {
+    if (context.has(optimization)) return std::make_unique<Beyond>();
+    return std::make_unique<KokkosLadderVariant<Ladder>>(context);
+  };
 }
 
 }  // namespace pb::kokkos_backend

@@ -76,6 +76,10 @@ class ComplexMetric final : public Workload {
          "beyond the seed: the S(S+1)/2 = 10 products psi_i psi_j once per item, shared by Phi and "
          "Theta, contracted with the pair matrices folded over i <= j; where the backend can, only "
          "the upper triangle, the rest by (anti)symmetry"},
+        {3, kEntryVectors,
+         "beyond the seed (issue 28): Q_mn = psi^T 1/2 gamma_m gamma_n psi as four SIMD registers, "
+         "one multiply-add per pair psi_i psi_j against weights laid out by pair, then Phi = Q - Q^T "
+         "and Theta = Q + Q^T by register permutes, stored as they lie; host cores only"},
     };
   }
 

@@ -33,6 +33,7 @@ inline const std::string kTheta = "theta";  // [B, N, d, d]  k2_tensor
 inline constexpr const char* kBaseline = "baseline";                        // d^2 contractions per output
 inline constexpr const char* kBatchedContraction = "batched_contraction";  // G[m,n,S,S], one contraction (the seed)
 inline constexpr const char* kSharedPairs = "shared_pairs";                // psi_i psi_j once, both outputs in one pass
+inline constexpr const char* kEntryVectors = "entry_vectors";              // every entry as SIMD rows over the pairs
 
 struct MetricShape {
   int64_t batch = 0, positions = 0;  // B, N

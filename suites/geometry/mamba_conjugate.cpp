@@ -64,6 +64,9 @@ class MambaConjugate final : public Workload {
         {2, kSinglePass,
          "beyond the seed: each result written in one pass over x (x * [1,-1,...,-1]), no clone "
          "to read back"},
+        {3, kSignVectors,
+         "beyond the seed (issue 28): both results in one kernel over blocks of rows, each row of 8 "
+         "multiplied by the constant signs {1, -1, ..., -1} in SIMD registers; host cores only"},
     };
   }
 

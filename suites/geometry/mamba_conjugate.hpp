@@ -26,6 +26,7 @@ inline const std::string kConjImag = "i_conj";
 inline constexpr const char* kCloneAssign = "baseline";     // clone, then x[..., 1:] = -x[..., 1:]
 inline constexpr const char* kInPlaceNeg = "inplace_neg";   // clone, then x[..., 1:].neg_() (the seed)
 inline constexpr const char* kSinglePass = "single_pass";   // the result written in one pass, no clone
+inline constexpr const char* kSignVectors = "sign_vectors"; // rows times constant signs, both results in one kernel
 
 struct StateShape {
   int64_t batch = 0, length = 0;  // B, L
