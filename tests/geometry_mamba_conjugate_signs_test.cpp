@@ -60,5 +60,23 @@ TEST(GeometryMambaConjugateSigns, ABlockWritesOnlyItsRows) {
   }
 }
 
+// The kernel's 2 blocks(rows) work items, run through both_tensors_block, write both results whole.
+TEST(GeometryMambaConjugateSigns, TheWorkItemsOfBothTensorsWriteBothResults) {
+  for (const int64_t rows : {int64_t{9}, 2 * sv::kBlockRows + 21}) {
+    SCOPED_TRACE("rows " + std::to_string(rows));
+    const std::vector<float> r = random_rows(rows), i = random_rows(rows + 1);  // other values than r's
+    std::vector<float> r_conj(r.size(), std::numeric_limits<float>::quiet_NaN()), i_conj(r_conj);
+    for (int64_t item = 0; item < 2 * sv::blocks(rows); ++item)
+      sv::both_tensors_block(r.data(), i.data(), r_conj.data(), i_conj.data(), rows, item);
+    std::vector<float> r_expected(r.size()), i_expected(r.size());
+    ref::conjugate(r.data(), rows * kRow, r_expected.data());
+    ref::conjugate(i.data(), rows * kRow, i_expected.data());
+    for (int64_t at = 0; at < rows * kRow; ++at) {
+      ASSERT_EQ(r_conj[at], r_expected[at]) << "r, value " << at;  // NaN: never written
+      ASSERT_EQ(i_conj[at], i_expected[at]) << "i, value " << at;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pb

@@ -42,4 +42,15 @@ inline void block(const float* x, float* out, int64_t rows, int64_t block) {
     for (int c = 0; c < kComponents; ++c) out[row * kComponents + c] = x[row * kComponents + c] * kSigns[c];
 }
 
+/// Work item `item` < 2 blocks(rows) of the kernel over both tensors: block `item` of r's result,
+/// then block `item - blocks(rows)` of i's.
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+inline void both_tensors_block(const float* r, const float* i, float* r_conj, float* i_conj, int64_t rows, int64_t item) {
+  const int64_t per_tensor = blocks(rows);
+  if (item < per_tensor) return block(r, r_conj, rows, item);
+  block(i, i_conj, rows, item - per_tensor);
+}
+
 }  // namespace pb::geometry_kernels::sign_vectors

@@ -23,26 +23,23 @@ namespace sv = pb::geometry_kernels::sign_vectors;
 #ifdef PB_KOKKOS_KERNELS_ON_HOST
 
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
-__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void sign_vectors_block_cloned(const float* x, float* out,
-                                                                                          int64_t rows, int64_t block) {
-  sv::block(x, out, rows, block);
+__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void both_tensors_block_cloned(
+    const float* r, const float* i, float* r_conj, float* i_conj, int64_t rows, int64_t item) {
+  sv::both_tensors_block(r, i, r_conj, i_conj, rows, item);
 }
-#define PB_MC_SIGN_VECTORS_BLOCK sign_vectors_block_cloned
+#define PB_MC_BOTH_TENSORS_BLOCK both_tensors_block_cloned
 #else
-#define PB_MC_SIGN_VECTORS_BLOCK sv::block
+#define PB_MC_BOTH_TENSORS_BLOCK sv::both_tensors_block
 #endif
 
-/// Work item b < blocks: block b of r's result; the rest: block b - blocks of i's.
+/// Work item b: one block of one of the two results (sv::both_tensors_block).
 struct BothConjugates {
   const float* r;
   const float* i;
   float* r_conj;
   float* i_conj;
-  int64_t rows, blocks;
-  void operator()(int64_t b) const {
-    if (b < blocks) return PB_MC_SIGN_VECTORS_BLOCK(r, r_conj, rows, b);
-    PB_MC_SIGN_VECTORS_BLOCK(i, i_conj, rows, b - blocks);
-  }
+  int64_t rows;
+  void operator()(int64_t b) const { PB_MC_BOTH_TENSORS_BLOCK(r, i, r_conj, i_conj, rows, b); }
 };
 
 #endif  // PB_KOKKOS_KERNELS_ON_HOST
@@ -72,9 +69,8 @@ class MambaConjugateSignVectors final : public Variant {
     r_conj_ = exec_.allocate<float>(values_);
     i_conj_ = exec_.allocate<float>(values_);
 #ifdef PB_KOKKOS_KERNELS_ON_HOST
-    const int64_t rows = values_ / gk::kComponents, blocks = sv::blocks(rows);
-    exec_.for_each("mc.sign_rows", 2 * blocks,
-                   BothConjugates{r_.data(), i_.data(), r_conj_.data(), i_conj_.data(), rows, blocks});
+    const int64_t rows = values_ / gk::kComponents;
+    exec_.for_each("mc.sign_rows", 2 * sv::blocks(rows), BothConjugates{r_.data(), i_.data(), r_conj_.data(), i_conj_.data(), rows});
 #endif
   }
 
