@@ -5,7 +5,6 @@
 // then one kernel over blocks of items, Q in SIMD registers, Phi = Q - Q^T and Theta = Q + Q^T
 // (complex_metric-bodies.hpp), compiled for AVX-512, AVX2 and the baseline (host_vectorization.hpp). Math: reference/geometry/complex_metric.hpp.
 
-#include <limits>
 #include <memory>
 #include <optional>
 
@@ -68,9 +67,7 @@ class ComplexMetricEntryVectors final : public Variant {
   }
 
   void poison_outputs() override {
-    for (Buffer* out : {&phi_, &theta_})
-      if (out->data())
-        exec_.for_each("cm.poison", items_ * gk::kPlane, cuda_backend::Fill{out->data(), std::numeric_limits<float>::quiet_NaN()});
+    gk::poison_buffers(exec_, {&phi_, &theta_}, items_ * gk::kPlane);
     Kokkos::fence();
   }
 

@@ -18,7 +18,6 @@
 // then needs no heap allocation (counted as bytes allocated inside run()).
 
 #include <cstdint>
-#include <limits>
 #include <vector>
 
 #include "backends/cuda/host_device.hpp"
@@ -158,8 +157,7 @@ class ComplexMetricLadder {
   }
 
   void poison_outputs() {
-    for (Buffer* out : {&phi_, &theta_})
-      if (out->data()) exec_.for_each("cm.poison", items_ * kPlane, cuda_backend::Fill{out->data(), std::numeric_limits<float>::quiet_NaN()});
+    poison_buffers(exec_, {&phi_, &theta_}, items_ * kPlane);
   }
 
   ArrayMap outputs() {

@@ -5,7 +5,6 @@
 // row multiplied by the constant signs (mamba_conjugate-bodies.hpp), compiled for AVX-512, AVX2
 // and the baseline (host_vectorization.hpp). Math: reference/geometry/mamba_conjugate.hpp.
 
-#include <limits>
 #include <memory>
 #include <optional>
 
@@ -59,9 +58,7 @@ class MambaConjugateSignVectors final : public Variant {
   }
 
   void poison_outputs() override {
-    for (Buffer* out : {&r_conj_, &i_conj_})
-      if (out->data())
-        exec_.for_each("mc.poison", values_, cuda_backend::Fill{out->data(), std::numeric_limits<float>::quiet_NaN()});
+    gk::poison_buffers(exec_, {&r_conj_, &i_conj_}, values_);
     Kokkos::fence();
   }
 

@@ -13,7 +13,6 @@
 // then needs no heap allocation (counted as bytes allocated inside run()).
 
 #include <cstdint>
-#include <limits>
 #include <vector>
 
 #include "backends/cuda/host_device.hpp"
@@ -75,8 +74,7 @@ class MambaConjugateLadder {
   }
 
   void poison_outputs() {
-    for (Buffer* out : {&r_conj_, &i_conj_})
-      if (out->data()) exec_.for_each("mc.poison", values_, cuda_backend::Fill{out->data(), std::numeric_limits<float>::quiet_NaN()});
+    poison_buffers(exec_, {&r_conj_, &i_conj_}, values_);
   }
 
   ArrayMap outputs() { return {{mc::kConjReal, download_array(exec_, r_conj_, shape_)}, {mc::kConjImag, download_array(exec_, i_conj_, shape_)}}; }

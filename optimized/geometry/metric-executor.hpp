@@ -6,8 +6,11 @@
 // tests' HostExecutor implement it too.
 
 #include <cstdint>
+#include <initializer_list>
+#include <limits>
 #include <vector>
 
+#include "backends/cuda/host_device.hpp"  // cuda_backend::Fill
 #include "phasebench/arrays.hpp"
 
 namespace pb::geometry_kernels {
@@ -29,6 +32,14 @@ HostArray download_array(Exec& exec, const Buffer& buffer, const std::vector<int
   std::vector<float> values(static_cast<size_t>(count));
   exec.download(values.data(), buffer.data(), count);
   return HostArray::from_floats(shape, values.data(), count);
+}
+
+/// poison_outputs(): NaN into the first `count` floats of every output buffer a run has allocated,
+/// so that an output left unwritten fails its check.
+template <typename Exec, typename Buffer>
+void poison_buffers(Exec& exec, std::initializer_list<Buffer*> outputs, int64_t count) {
+  for (Buffer* out : outputs)
+    if (out->data()) exec.for_each("geo.poison", count, cuda_backend::Fill{out->data(), std::numeric_limits<float>::quiet_NaN()});
 }
 
 }  // namespace pb::geometry_kernels
