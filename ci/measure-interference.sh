@@ -61,7 +61,7 @@ run_selection() {
 }
 
 for ((i = 1; i <= quiet_runs; ++i)); do run_selection "$out/quiet-$i"; done
-start_spinners
+if ((busy_runs > 0)); then start_spinners; fi
 for ((i = 1; i <= busy_runs; ++i)); do run_selection "$out/busy-$i"; done
 stop_spinners
 
