@@ -12,7 +12,11 @@
 // x86-64-v3 (AVX2, FMA) and v4 (AVX-512) with `__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS)))`,
 // and the loader picks the clone this CPU runs (ifunc).
 
+#include <optional>
+#include <string>
+
 #include "backends/kokkos/kokkos_backend.hpp"  // Kokkos' macros say which execution spaces exist
+#include "phasebench/variant.hpp"
 
 #if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
 #define PB_KOKKOS_IVDEP _Pragma("GCC ivdep")
@@ -31,3 +35,18 @@
 #define PB_KOKKOS_HOST_ISA_CLONES 1
 #define PB_KOKKOS_ISA_CLONE_TARGETS "arch=x86-64-v4", "arch=x86-64-v3", "default"
 #endif
+
+namespace pb::kokkos_backend {
+
+/// support() of a phase written for host cores: none on a Kokkos that runs kernels on the host,
+/// else UNSUPPORTED naming `phase`.
+inline std::optional<CannotRun> host_cores_only([[maybe_unused]] const std::string& phase) {
+#ifdef PB_KOKKOS_KERNELS_ON_HOST
+  return std::nullopt;
+#else
+  return CannotRun{CannotRun::Kind::Unsupported,
+                   phase + " is written for host cores; this Kokkos runs kernels on a device"};
+#endif
+}
+
+}  // namespace pb::kokkos_backend

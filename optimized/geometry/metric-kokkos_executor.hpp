@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "backends/kokkos/host_vectorization.hpp"  // PB_KOKKOS_KERNELS_ON_HOST
+#include "backends/kokkos/host_vectorization.hpp"  // PB_KOKKOS_KERNELS_ON_HOST, host_cores_only
 #include "backends/kokkos/kokkos_backend.hpp"
 #include "phasebench/variant.hpp"
 
@@ -98,16 +98,6 @@ class KokkosLadderVariant final : public Variant {
 template <template <typename> class Ladder>
 VariantFactory kokkos_ladder_factory() {
   return [](const VariantContext& context) { return std::make_unique<KokkosLadderVariant<Ladder>>(context); };
-}
-
-/// support() of a phase written for host cores (one beyond the shared ladder): none on a Kokkos
-/// that runs kernels on the host, else UNSUPPORTED naming `phase`.
-inline std::optional<CannotRun> host_cores_only([[maybe_unused]] const std::string& phase) {
-#ifdef PB_KOKKOS_KERNELS_ON_HOST
-  return std::nullopt;
-#else
-  return CannotRun{CannotRun::Kind::Unsupported, phase + " is written for host cores; this Kokkos runs kernels on a device"};
-#endif
 }
 
 /// The ladder's factory for the phases up to the ladder's last; the phases with `optimization` in

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <limits>
 #include <memory>
+#include <optional>
 
 #include "optimized/trainer2/trainer2_engine_window-kokkos.hpp"
 #include "phasebench/variant.hpp"
@@ -79,6 +80,8 @@ class TrainStepKokkos final : public Variant {
  public:
   explicit TrainStepKokkos(const VariantContext& context)
       : plan_(context), vectorized_rotor_(context.has(t2::kVectorizedRotor)) {}
+
+  std::optional<CannotRun> support() const override { return plan_.support(); }
 
   void setup(const ArrayMap& in) override {
     dims_ = t2::window_dims_of(in);
@@ -222,7 +225,7 @@ class TrainStepKokkos final : public Variant {
 const VariantRegistration registration{
     "trainer2/train_step", "kokkos",
     {t2::kBaseline, t2::kBatchedMetrics, t2::kVectorizedRotor, t2::kFusedLiorSpd, t2::kJitFusion, t2::kInPlace,
-     t2::kHoistedRetrievalBatch, t2::kLastStepAct, t2::kTemporalBlocking},
+     t2::kHoistedRetrievalBatch, t2::kLastStepAct, t2::kTemporalBlocking, t2::kVectorizedWindow},
     [](const VariantContext& context) { return std::make_unique<TrainStepKokkos>(context); }};
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "backends/kokkos/kokkos_backend.hpp"
+#include "optimized/trainer2/field_constants.hpp"
 #include "reference/trainer2/trainer2.hpp"
 
 namespace pb::kokkos_backend::trainer2 {
@@ -53,10 +54,10 @@ constexpr int kAngles = ref::kRotorAngles;
 constexpr int kPathColumns = ref::kPathColumns;
 constexpr float kEps = static_cast<float>(ref::kLiorEps);
 constexpr float kBeta = static_cast<float>(ref::kRetrievalBeta);
-constexpr float kHalfDt = static_cast<float>(ref::kDt / 2);
-constexpr float kDtOverMass = static_cast<float>(ref::kDt / ref::kMass);
-constexpr float kDiffusion = static_cast<float>(ref::kHbar * ref::kHbar / (2 * ref::kMass));
-constexpr float kSpring = static_cast<float>(ref::kSpring);
+using pb::trainer2_kernels::kDiffusion;
+using pb::trainer2_kernels::kDtOverMass;
+using pb::trainer2_kernels::kHalfDt;
+using pb::trainer2_kernels::kSpring;
 constexpr float kNudgeScale = static_cast<float>(ref::kNudgeScale);
 constexpr float kEta = static_cast<float>(ref::kEta);
 constexpr float kRotorRate = static_cast<float>(0.01 * ref::kEta);

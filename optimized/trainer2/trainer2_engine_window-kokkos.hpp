@@ -14,16 +14,21 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "backends/kokkos/host_vectorization.hpp"
 #include "optimized/trainer2/trainer2_engine-kokkos.hpp"
+#include "optimized/trainer2/window_simd-bodies.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/trainer2/phases.hpp"
 #include "suites/trainer2/window_io.hpp"
 
 namespace pb::kokkos_backend::trainer2 {
+
+namespace ws = pb::trainer2_kernels::window_simd;
 
 inline const std::string kModulusLabel = "trainer2/field/modulus";
 inline const std::string kModulusSumLabel = "trainer2/field/modulus_sum";
@@ -81,15 +86,9 @@ KOKKOS_INLINE_FUNCTION void for_each_chunk(const Member& team, int64_t count, co
 }
 
 /// One site's rows: its own, its four neighbours' (the zero row past an edge: zero padding) and
-/// F_eq's. Only read, so they may overlap (restrict constrains modified objects only).
-struct SiteRows {
-  const float* center;
-  const float* x_next;
-  const float* x_prev;
-  const float* y_next;
-  const float* y_prev;
-  const float* equilibrium;
-};
+/// F_eq's (the struct vectorized_window's field uses too). Only read, so they may overlap
+/// (restrict constrains modified objects only).
+using SiteRows = ws::Rows;
 
 KOKKOS_INLINE_FUNCTION SiteRows site_rows(const FieldShape& shape, const float* F, const float* F_eq,
                                           const float* zero, int64_t site) {
@@ -359,6 +358,20 @@ inline void field_window(const FieldShape& shape, int64_t steps, const ConstVec&
       });
 }
 
+// vectorized_window's two kernels (window_simd-bodies.hpp), defined in window_simd-kokkos.cpp with
+// their ISA clones. On a device Kokkos they throw: the variant says UNSUPPORTED before either runs.
+
+/// The window's field: F, P and partial as field_window leaves them, one channel block per work
+/// item, each with its share of `scratch` (ws::scratch_floats floats).
+void field_window_vectorized(const ws::Grid& grid, int64_t steps, const ConstVec& F_start, const ConstVec& F_eq,
+                             const Vec& F_out, const Vec& P_out, const Mat& partial, const Vec& scratch);
+
+/// The last step's retrieval: weights [B,K] and act [B,d] as retrieval_fused leaves them, in two
+/// kernels: the weights, one batch row per work item; the mixing, one group of batch rows per work
+/// item (each bank row read once per group, not once per batch row).
+void retrieval_vectorized(const InPlaceCandidates& candidates, const ConstMat& q, const ConstVec& g,
+                          const ConstVec& R, const Mat& weights, const Mat& act);
+
 // ---- the retrieval batch -------------------------------------------------------------------------------
 
 /// row[j] = mean_t O(b, t, j) for j < cols, by the team: the sum over t in order, then / T.
@@ -608,7 +621,8 @@ struct WindowPlan {
         preallocated(context.has(suite::kInPlace)),
         hoisted_batch(context.has(suite::kHoistedRetrievalBatch)),
         last_step_act(context.has(suite::kLastStepAct)),
-        temporal_blocking(context.has(suite::kTemporalBlocking)) {}
+        temporal_blocking(context.has(suite::kTemporalBlocking)),
+        vectorized_window(context.has(suite::kVectorizedWindow)) {}
   bool batched_metrics, fused_lior_spd, fused_retrieval, preallocated, hoisted_batch, last_step_act;
   // On Kokkos deferring the metrics and blocking the field in time are one change: the deferred
   // metrics are computed after the loop from the per-block sums Σ |F_t| that the blocked field
@@ -616,6 +630,13 @@ struct WindowPlan {
   // no per-step metric is read there. So the ladder registers temporal_blocking alone, and the
   // deferred_metrics that the plan holds with it adds nothing of its own here.
   bool temporal_blocking;
+  // The blocked field as a host SIMD kernel (window_simd-bodies.hpp); host spaces only.
+  bool vectorized_window;
+
+  /// A variant's support(): UNSUPPORTED with vectorized_window on a Kokkos that runs on a device.
+  std::optional<CannotRun> support() const {
+    return vectorized_window ? host_cores_only(suite::kVectorizedWindow) : std::nullopt;
+  }
 };
 
 /// The fixed inputs of a window, on the device.
@@ -691,7 +712,11 @@ class WindowRunner {
     }
     if (plan_.temporal_blocking) {
       partial_ = Mat("trainer2/field/modulus_partial", dims.steps, field_window_policy(shape_).league_size());
-      reserve_field_window_scratch(shape_);
+      if (plan_.vectorized_window)
+        field_scratch_ =
+            Vec("trainer2/field/block_scratch", ws::blocks(field_grid()) * ws::scratch_floats(field_grid()));
+      else
+        reserve_field_window_scratch(shape_);
       R_step_ = Vec("trainer2/window/R_step", dims.steps);
       R_last_ = Vec("trainer2/window/R_last", dims.batch);
       progress_log_ = Mat("progress_log", dims.steps, 3);
@@ -751,11 +776,17 @@ class WindowRunner {
                      const ConstVec& F_eq, const FieldState& result, WindowResultDevice& out) {
     const Batch& batch = kept_batch_;
     query_fused(in.O, nudge, in.theta, batch.q, batch.q_state, batch.q_rot);
-    field_window(shape_, dims_.steps, F_start, F_eq, result.F, result.P, partial_);
+    if (plan_.vectorized_window)
+      field_window_vectorized(field_grid(), dims_.steps, F_start, F_eq, result.F, result.P, partial_, field_scratch_);
+    else
+      field_window(shape_, dims_.steps, F_start, F_eq, result.F, result.P, partial_);
     window_metrics_deferred(partial_, complex_count(), batch.q, in.g, R_step_, R_last_, out.scalars, out.vbar,
                             out.path, progress_log_);
-    retrieval_fused(InPlaceCandidates{in.O, in.bank_coord, in.bank_state}, batch.q_rot, in.g, R_last_,
-                    kept_step_.weights, out.act);
+    const InPlaceCandidates candidates{in.O, in.bank_coord, in.bank_state};
+    if (plan_.vectorized_window)
+      retrieval_vectorized(candidates, batch.q_rot, in.g, R_last_, kept_step_.weights, out.act);
+    else
+      retrieval_fused(candidates, batch.q_rot, in.g, R_last_, kept_step_.weights, out.act);
     copy_to_host(progress_log_host_, progress_log_);  // the window's log: one host sync
     for (int64_t t = 0; t < dims_.steps; ++t)
       for (int64_t i = 0; i < 3; ++i) out.host_progress.at(t * 3 + i) = progress_log_host_(t, i);
@@ -926,6 +957,9 @@ class WindowRunner {
   // with temporal_blocking
   Vec R_step_, R_last_;
   Mat partial_, progress_log_;
+  Vec field_scratch_;  // vectorized_window: each channel block's buffers
+
+  ws::Grid field_grid() const { return {dims_.nx, dims_.ny, dims_.channels}; }
   Mat::HostMirror progress_log_host_;
 };
 

@@ -3,6 +3,7 @@
 // run_window; the window as the plan asks: trainer2_engine_window-kokkos.hpp (WindowRunner).
 
 #include <memory>
+#include <optional>
 
 #include "optimized/trainer2/trainer2_engine_window-kokkos.hpp"
 #include "phasebench/variant.hpp"
@@ -18,6 +19,8 @@ namespace k2 = pb::kokkos_backend::trainer2;
 class WindowKokkos final : public Variant {
  public:
   explicit WindowKokkos(const VariantContext& context) : plan_(context) {}
+
+  std::optional<CannotRun> support() const override { return plan_.support(); }
 
   void setup(const ArrayMap& in) override {
     dims_ = t2::window_dims_of(in);
@@ -68,7 +71,7 @@ class WindowKokkos final : public Variant {
 const VariantRegistration registration{
     "trainer2/window", "kokkos",
     {t2::kBaseline, t2::kBatchedMetrics, t2::kFusedLiorSpd, t2::kJitFusion, t2::kInPlace, t2::kHoistedRetrievalBatch,
-     t2::kLastStepAct, t2::kTemporalBlocking},
+     t2::kLastStepAct, t2::kTemporalBlocking, t2::kVectorizedWindow},
     [](const VariantContext& context) { return std::make_unique<WindowKokkos>(context); }};
 
 }  // namespace

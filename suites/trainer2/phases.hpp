@@ -28,6 +28,8 @@ inline constexpr const char* kCallingThreadRotor = "calling_thread_rotor";
 inline constexpr const char* kFusedQuadraticForm = "fused_quadratic_form";
 // trainer2/lior_step only: s, dlior and the three sums in one pass over the rows (issue 28).
 inline constexpr const char* kSinglePassLior = "single_pass_lior";
+// trainer2/window and train_step, on host cores: temporal_blocking's kernels as SIMD code (issue 28).
+inline constexpr const char* kVectorizedWindow = "vectorized_window";
 
 inline PhaseInfo trainer2_phase(int index) {
   switch (index) {
@@ -79,6 +81,12 @@ inline PhaseInfo trainer2_phase(int index) {
               "beyond the seed (rotor_update, on a host): the copy of the input angles and the 8 slot "
               "updates in one kernel on the calling thread (Kokkos::Serial): a parallel region's fork "
               "and join cost about 30 times the whole update"};
+    case 13:
+      return {13, kVectorizedWindow,
+              "beyond the seed (window and train_step, on host cores): temporal_blocking's two heavy "
+              "kernels as SIMD code compiled for AVX-512, AVX2 and the baseline: the field in blocks of "
+              "32 channels, two steps per sweep, sum |F_t| from the step's own loads; the last step's "
+              "retrieval with vectorized exponentials and each bank row read once per 4 batch rows"};
   }
   return {index, "unknown", ""};
 }

@@ -42,7 +42,7 @@ class TrainStep final : public Workload {
     return specs;
   }
   std::vector<PhaseInfo> phases() const override {
-    return trainer2_phases({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+    return trainer2_phases({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13});
   }
   PhaseInfo cumulative_claim() const override { return trainer2_cumulative_claim(); }
   // The count, term by term, is in window_io.cpp (train_step_work).

@@ -27,7 +27,7 @@ class Window final : public Workload {
   }
   std::vector<OutputSpec> outputs() const override { return window_output_specs(""); }
   std::vector<PhaseInfo> phases() const override {
-    return trainer2_phases({0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+    return trainer2_phases({0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13});
   }
   PhaseInfo cumulative_claim() const override { return trainer2_cumulative_claim(); }
   // The count, term by term, is in window_io.cpp (window_work).
