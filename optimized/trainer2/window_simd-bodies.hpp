@@ -181,10 +181,11 @@ PB_FIELD_ALWAYS_INLINE float step_single(const Grid& grid, const BlockBuffers& b
 /// The window's field for channel block `block`: from F = F_start, P = 0 (F_eq fixed) through
 /// `steps` steps (in pairs, step_pair) and the last step's second half kick; F_out and P_out
 /// [sites, channels] get the block's channels, partial[t * blocks(grid) + block] = Σ |F_t| over the
-/// block. `scratch` holds scratch_floats(grid) floats of this block's own (no other work item
-/// touches them meanwhile).
+/// block. `scratch` holds scratch_floats(grid) floats per block, blocks(grid) of them: this block
+/// uses its own share only (another work item may run another block meanwhile).
 PB_FIELD_ALWAYS_INLINE void run_block(const Grid& grid, int64_t steps, const float* F_start, const float* F_eq,
-                                      float* F_out, float* P_out, float* partial, int64_t block, float* scratch) {
+                                      float* F_out, float* P_out, float* partial, int64_t block, float* scratch_all) {
+  float* const scratch = scratch_all + block * scratch_floats(grid);
   const int64_t sites = grid.sites(), ch = grid.channels, c0 = block * kBlock, row = row_floats(grid);
   const int64_t width = ch - c0 < kBlock ? ch - c0 : kBlock;
   const BlockBuffers buffers{{scratch, scratch + sites * kBlock},

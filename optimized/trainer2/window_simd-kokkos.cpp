@@ -48,7 +48,7 @@ __attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void retrieval_mix_c
 #define PB_T2_RETRIEVAL_MIX ws::retrieval_mix
 #endif
 
-/// One channel block of the window's field per work item, in its own share of the scratch.
+/// One channel block of the window's field per work item (each in its own share of the scratch).
 struct FieldBlocks {
   ws::Grid grid;
   int64_t steps;
@@ -59,8 +59,7 @@ struct FieldBlocks {
   float* partial;
   float* scratch;
   void operator()(int64_t block) const {
-    PB_T2_RUN_FIELD_BLOCK(grid, steps, F_start, F_eq, F_out, P_out, partial, block,
-                          scratch + block * ws::scratch_floats(grid));
+    PB_T2_RUN_FIELD_BLOCK(grid, steps, F_start, F_eq, F_out, P_out, partial, block, scratch);
   }
 };
 
