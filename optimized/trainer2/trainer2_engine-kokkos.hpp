@@ -21,7 +21,7 @@
 #include <string>
 
 #include "backends/kokkos/kokkos_backend.hpp"
-#include "optimized/trainer2/field_constants.hpp"
+#include "optimized/trainer2/field_dynamics.hpp"
 #include "reference/trainer2/trainer2.hpp"
 
 namespace pb::kokkos_backend::trainer2 {

@@ -102,12 +102,7 @@ KOKKOS_INLINE_FUNCTION SiteRows site_rows(const FieldShape& shape, const float* 
           F_eq + site * ch};
 }
 
-/// Force(F) at one component: (ħ²/2m) Lap(F) − k (F − F_eq), as ref::field_force.
-KOKKOS_INLINE_FUNCTION float force_value(float x_next, float x_prev, float y_next, float y_prev, float center,
-                                         float equilibrium) {
-  const float laplacian = x_next + x_prev + y_next + y_prev - 4 * center;
-  return kDiffusion * laplacian - kSpring * (center - equilibrium);
-}
+using pb::trainer2_kernels::force_value;  // Force(F) at one component (field_dynamics.hpp)
 
 // The per-site loops of the stencil kernels, over components [begin, end). Rows arrive as
 // restrict-qualified parameters: the written row is a different View from every row read, so
@@ -630,7 +625,8 @@ struct WindowPlan {
   // no per-step metric is read there. So the ladder registers temporal_blocking alone, and the
   // deferred_metrics that the plan holds with it adds nothing of its own here.
   bool temporal_blocking;
-  // The blocked field as a host SIMD kernel (window_simd-bodies.hpp); host spaces only.
+  // The blocked field and the last step's retrieval as host SIMD code (window_simd-bodies.hpp);
+  // host spaces only.
   bool vectorized_window;
 
   /// A variant's support(): UNSUPPORTED with vectorized_window on a Kokkos that runs on a device.

@@ -26,7 +26,7 @@
 #include <limits>
 
 #include "optimized/geometry/bayesian-exp.hpp"  // exp_nonpositive: e^x that vectorizes
-#include "optimized/trainer2/field_constants.hpp"
+#include "optimized/trainer2/field_dynamics.hpp"
 #include "reference/trainer2/trainer2.hpp"
 
 #if defined(__GNUC__)
@@ -69,10 +69,15 @@ struct Rows {
   const float* equilibrium;
 };
 
-/// Force(F) at one component: (ħ²/2m) Lap(F) − k (F − F_eq), as the reference's field_force.
+/// Force(F) at component c of a site (field_dynamics.hpp's force_value, the engine's formula).
 PB_FIELD_ALWAYS_INLINE float force(const Rows& rows, int64_t c) {
-  const float laplacian = rows.x_next[c] + rows.x_prev[c] + rows.y_next[c] + rows.y_prev[c] - 4 * rows.center[c];
-  return kDiffusion * laplacian - kSpring * (rows.center[c] - rows.equilibrium[c]);
+  return force_value(rows.x_next[c], rows.x_prev[c], rows.y_next[c], rows.y_prev[c], rows.center[c],
+                     rows.equilibrium[c]);
+}
+
+/// Grid row x of a block buffer ([sites, kBlock]), or the zero row past an edge.
+PB_FIELD_ALWAYS_INLINE const float* grid_row(const Grid& grid, const float* buffer, int64_t x, const float* zero_row) {
+  return x >= 0 && x < grid.nx ? buffer + x * row_floats(grid) : zero_row;
 }
 
 /// Site y of a grid row: `row`, the grid rows before and after it and F_eq's row (each ny sites of
@@ -151,8 +156,8 @@ PB_FIELD_ALWAYS_INLINE void step_pair(const Grid& grid, const BlockBuffers& buff
   float first[kPairs] = {}, second[kPairs] = {};
   for (int64_t x = 0; x <= nx; ++x) {
     if (x < nx)
-      step_row<kFirstStep>(ny, x > 0 ? current + (x - 1) * row : zero, current + x * row,
-                           x + 1 < nx ? current + (x + 1) * row : zero, buffers.equilibrium + x * row, zero,
+      step_row<kFirstStep>(ny, grid_row(grid, current, x - 1, zero), current + x * row,
+                           grid_row(grid, current, x + 1, zero), buffers.equilibrium + x * row, zero,
                            buffers.P + x * row, ring_row(x), first);
     if (x > 0) {
       const int64_t middle = x - 1;
@@ -172,9 +177,9 @@ PB_FIELD_ALWAYS_INLINE float step_single(const Grid& grid, const BlockBuffers& b
   const float* zero = buffers.zero_row;
   float lanes[kPairs] = {};
   for (int64_t x = 0; x < nx; ++x)
-    step_row<kFirstStep>(grid.ny, x > 0 ? current + (x - 1) * row : zero, current + x * row,
-                         x + 1 < nx ? current + (x + 1) * row : zero, buffers.equilibrium + x * row, zero,
-                         buffers.P + x * row, next + x * row, lanes);
+    step_row<kFirstStep>(grid.ny, grid_row(grid, current, x - 1, zero), current + x * row,
+                         grid_row(grid, current, x + 1, zero), buffers.equilibrium + x * row, zero, buffers.P + x * row,
+                         next + x * row, lanes);
   return lane_sum(lanes);
 }
 
@@ -222,9 +227,9 @@ PB_FIELD_ALWAYS_INLINE void run_block(const Grid& grid, int64_t steps, const flo
   for (int64_t x = 0; x < grid.nx; ++x)
     for (int64_t y = 0; y < grid.ny; ++y) {
       const int64_t site = x * grid.ny + y;
-      const Rows rows = site_rows(grid.ny, x > 0 ? last + (x - 1) * row : buffers.zero_row, last + x * row,
-                                  x + 1 < grid.nx ? last + (x + 1) * row : buffers.zero_row,
-                                  buffers.equilibrium + x * row, buffers.zero_row, y);
+      const Rows rows =
+          site_rows(grid.ny, grid_row(grid, last, x - 1, buffers.zero_row), last + x * row,
+                    grid_row(grid, last, x + 1, buffers.zero_row), buffers.equilibrium + x * row, buffers.zero_row, y);
       float* momentum = buffers.P + site * kBlock;
       if (steps > 0)  // the last step's second half kick
         for (int64_t c = 0; c < kBlock; ++c) momentum[c] = momentum[c] + kHalfDt * force(rows, c);

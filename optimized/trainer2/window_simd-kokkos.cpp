@@ -20,6 +20,9 @@ using DynamicRange = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<int64_t>, 
 
 #ifdef PB_KOKKOS_KERNELS_ON_HOST
 
+// WindowRunner sizes the per-block sums Σ |F_t| by field_window's blocks; this field must have as many.
+static_assert(kFieldBlock == ws::kBlock, "vectorized_window's field blocks must be field_window's");
+
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
 __attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void run_block_cloned(const ws::Grid& grid, int64_t steps,
                                                                                   const float* F_start,
