@@ -131,6 +131,72 @@ TEST(GeometryMemconvBodies, TheFftLadderComputesTheReference) {
   for (size_t i = 0; i < out.size(); ++i) EXPECT_NEAR(out[i], c.expected[i], 1e-5) << i;
 }
 
+// blocked_fft: the chunk loops write what the whole-buffer bodies write, line for line, on a shape
+// whose chunks of 4 lines cross batch rows (C = 5) and end in a shorter chunk (15 lines); a chunk
+// leaves its padding and every other line of out alone.
+TEST(GeometryMemconvBodies, TheChunkLoopsComputeWhatTheWholeBufferBodiesDo) {
+  constexpr int64_t kChunk = 4;
+  const int64_t batch = 3, n = 7, C = 5, L = 2 * n, bins = L / 2 + 1, lines = batch * C, values = batch * n * C;
+  std::vector<float> x(values), y(lines * L), spec(2 * lines * bins), kspec(2 * bins);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(std::sin(0.7 * double(i)) + 0.1 * double(i % 3));
+  for (size_t i = 0; i < y.size(); ++i) y[i] = float(std::cos(0.3 * double(i)));
+  for (size_t i = 0; i < spec.size(); ++i) spec[i] = float(std::sin(1.3 * double(i)));
+  for (size_t i = 0; i < kspec.size(); ++i) kspec[i] = float(std::cos(0.9 * double(i)) - 0.2);
+  const float w0 = 0.3f, inv_L = 1.f / float(L), kSentinel = 7.f;
+
+  std::vector<float> xpad(lines * L, 0.f), whole_spec = spec, whole_out(values);
+  for (int64_t i = 0; i < values; ++i) body::pad_body(i, x.data(), n, C, L, xpad.data());
+  for (int64_t i = 0; i < lines * bins; ++i) body::pointwise_body(i, kspec.data(), bins, inv_L, whole_spec.data());
+  for (int64_t i = 0; i < values; ++i) body::blend_body(i, x.data(), y.data(), n, C, L, w0, whole_out.data());
+
+  std::vector<float> out(values, std::numeric_limits<float>::quiet_NaN());
+  for (int64_t first = 0; first < lines; first += kChunk) {
+    const int64_t count = std::min(kChunk, lines - first);
+    std::vector<float> pad(kChunk * L, kSentinel), chunk_spec(spec.begin() + 2 * first * bins, spec.end());
+    std::vector<float> before = out;
+    if (count == kChunk) {
+      body::pad_lines<kChunk>(x.data(), n, C, L, first, count, pad.data());
+      body::blend_lines<kChunk>(x.data(), y.data() + first * L, n, C, L, first, count, w0, out.data());
+    } else {
+      body::pad_lines(x.data(), n, C, L, first, count, pad.data());
+      body::blend_lines(x.data(), y.data() + first * L, n, C, L, first, count, w0, out.data());
+    }
+    body::multiply_spectra(kspec.data(), bins, count, inv_L, chunk_spec.data());
+    for (int64_t l = 0; l < kChunk; ++l)
+      for (int64_t t = 0; t < L; ++t) {
+        const float expected = l < count && t < n ? xpad[(first + l) * L + t] : kSentinel;
+        ASSERT_EQ(pad[l * L + t], expected) << "chunk from line " << first << ", line " << l << ", t " << t;
+      }
+    for (int64_t i = 0; i < 2 * count * bins; ++i)
+      ASSERT_EQ(chunk_spec[i], whole_spec[2 * first * bins + i]) << "chunk from line " << first << ", value " << i;
+    for (int64_t i = 0; i < 2 * (lines - first - count) * bins; ++i)  // past the chunk: untouched
+      ASSERT_EQ(chunk_spec[2 * count * bins + i], spec[2 * (first + count) * bins + i]) << first;
+    for (int64_t i = 0; i < values; ++i) {
+      const int64_t line = (i / (n * C)) * C + i % C;
+      if (line >= first && line < first + count) {
+        ASSERT_EQ(out[i], whole_out[i]) << "value " << i;
+      } else if (std::isnan(before[i])) {
+        ASSERT_TRUE(std::isnan(out[i])) << "chunk from line " << first << " wrote value " << i << " of line " << line;
+      }
+    }
+  }
+  for (int64_t i = 0; i < values; ++i) EXPECT_EQ(out[i], whole_out[i]) << i;
+}
+
+// The declared arithmetic is the cheaper algorithm's: the direct form at the small size (N = 13),
+// the FFT form from the default size on, so that an FFT row's roofline share is of work it does.
+TEST(GeometryMemconvWork, TheDeclaredFlopsAreTheCheaperAlgorithms) {
+  const auto workload = find_workload(conv::kWorkload);
+  // small, B = 2, N = 13, C = 3: 6 lines x 13 x 14 + 3 x 78 (blend) + 32 x 13 (taps)
+  EXPECT_DOUBLE_EQ(workload->work(SizeClass::Small).flops, 6 * 13 * 14 + 3 * 78 + 32 * 13);
+  // default, 512 lines, L = 8192: per line two transforms of 2.5 L log2 L = 266,240 and 4,097 bins x 6,
+  // the taps' transform once, the blend and the taps: 291,904,512 (the direct form: 8,598,454,272)
+  const double transform = 2.5 * 8192 * 13;
+  EXPECT_DOUBLE_EQ(workload->work(SizeClass::Default).flops,
+                   512 * (2 * transform + 6 * 4097) + transform + 3 * 2097152.0 + 32 * 4096);
+  EXPECT_LT(workload->work(SizeClass::Large).flops, 16.0 * 64 * 16384 * 16385 / 10);
+}
+
 // ---- host syncs: the original's forward (phase 0) has none; only the host_taps extra reads ------
 
 TEST(GeometryMemconvSyncs, OnlyTheHostTapsExtraReadsTheWeights) {

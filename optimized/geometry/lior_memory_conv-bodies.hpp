@@ -40,14 +40,17 @@ PB_HOST_DEVICE inline void pad_body(int64_t i, const float* x, int64_t n, int64_
   xpad[(b * channels + c) * L + t] = x[i];
 }
 
-/// spec[i] *= kspec[i mod bins] / L (complex, interleaved): the product of the spectra, with
-/// the 1/L the unnormalized inverse transforms leave out.
-PB_HOST_DEVICE inline void pointwise_body(int64_t i, const float* kspec, int64_t bins, float inv_L, float* spec) {
-  const float* k = kspec + 2 * (i % bins);
-  float* v = spec + 2 * i;
+/// v *= k / L for one complex value (interleaved re, im).
+PB_HOST_DEVICE inline void scaled_product(const float* k, float inv_L, float* v) {
   const float kr = k[0] * inv_L, ki = k[1] * inv_L, re = v[0] * kr - v[1] * ki, im = v[0] * ki + v[1] * kr;
   v[0] = re;
   v[1] = im;
+}
+
+/// spec[i] *= kspec[i mod bins] / L (complex, interleaved): the product of the spectra, with
+/// the 1/L the unnormalized inverse transforms leave out.
+PB_HOST_DEVICE inline void pointwise_body(int64_t i, const float* kspec, int64_t bins, float inv_L, float* spec) {
+  scaled_product(kspec + 2 * (i % bins), inv_L, spec + 2 * i);
 }
 
 /// out[i] = w0 x[i] + (1 - w0) conv, conv read from its padded line.
@@ -55,6 +58,55 @@ PB_HOST_DEVICE inline void blend_body(int64_t i, const float* x, const float* yp
                                       int64_t L, float w0, float* out) {
   const int64_t c = i % channels, bt = i / channels, t = bt % n, b = bt / n;
   out[i] = w0 * x[i] + (1.f - w0) * ypad[(b * channels + c) * L + t];
+}
+
+// ---- blocked_fft: a chunk of `count` lines from line `first` on, in buffers of the chunk's own ----
+// (line l of the chunk at l L), on the host: the values and arithmetic of pad_body,
+// pointwise_body and blend_body. Time runs in the outer loop: the chunk's lines are neighbouring
+// channels, so each step t reads (and writes) them side by side in one or two cache lines of x,
+// where a loop per line strides through a cache line per value. Count > 0 says count == Count,
+// so that the loop over the lines unrolls (full chunks); Count = 0 takes count as it comes.
+
+inline constexpr int64_t kMaxChunkLines = 8;
+
+/// Where line first + l = b C + c starts in x and out [B, N, C]: b N C + c, for l < count.
+inline void line_starts(int64_t n, int64_t channels, int64_t first, int64_t count, int64_t* starts) {
+  for (int64_t l = 0; l < count; ++l) starts[l] = (first + l) / channels * n * channels + (first + l) % channels;
+}
+
+/// pad[l L + t] = x[(b N + t) C + c] for t < N, line first + l = b C + c; pad past N is not
+/// touched (it stays the zeros it was given). count <= kMaxChunkLines.
+template <int64_t Count = 0>
+inline void pad_lines(const float* x, int64_t n, int64_t channels, int64_t L, int64_t first, int64_t count,
+                      float* pad) {
+  const int64_t lines = Count > 0 ? Count : count;
+  int64_t starts[kMaxChunkLines];
+  line_starts(n, channels, first, lines, starts);
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t l = 0; l < lines; ++l) pad[l * L + t] = x[starts[l] + t * channels];
+}
+
+/// pointwise_body over a chunk's count lines of bins values each: spec *= kspec / L.
+inline void multiply_spectra(const float* kspec, int64_t bins, int64_t count, float inv_L, float* spec) {
+  for (int64_t l = 0; l < count; ++l) {
+    float* line = spec + 2 * l * bins;
+    for (int64_t k = 0; k < bins; ++k) scaled_product(kspec + 2 * k, inv_L, line + 2 * k);
+  }
+}
+
+/// out[(b N + t) C + c] = w0 x[...] + (1 - w0) y[l L + t] for t < N, line first + l = b C + c.
+/// count <= kMaxChunkLines.
+template <int64_t Count = 0>
+inline void blend_lines(const float* x, const float* y, int64_t n, int64_t channels, int64_t L, int64_t first,
+                        int64_t count, float w0, float* out) {
+  const int64_t lines = Count > 0 ? Count : count;
+  int64_t starts[kMaxChunkLines];
+  line_starts(n, channels, first, lines, starts);
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t l = 0; l < lines; ++l) {
+      const int64_t i = starts[l] + t * channels;
+      out[i] = w0 * x[i] + (1.f - w0) * y[l * L + t];
+    }
 }
 
 }  // namespace pb::optimized::geometry::lior_memory_conv

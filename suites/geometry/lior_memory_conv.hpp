@@ -26,6 +26,8 @@ inline constexpr const char* kFftConv = "fft_conv";        // beyond the seed: O
 // An extra rung, not the original's forward: the weights read to the host (.cpu().numpy(), which
 // the original has only in LiorKernel.extra_repr, run when the module is printed).
 inline constexpr const char* kHostTaps = "host_taps";
+// beyond the seed: fft_conv's transforms in cache-sized chunks of lines, the chunks across threads
+inline constexpr const char* kBlockedFft = "blocked_fft";
 
 struct ConvShape {
   int64_t batch, length, channels;
