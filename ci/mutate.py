@@ -366,13 +366,18 @@ def rebuild(args, objects, binaries, limit):
     keeping the unmutated objects and binaries aside. (return code or None, output)."""
     if not objects:  # ninja with no target would build everything
         return 1, "no object of this build includes the mutated file"
-    for name in objects:
+    for name in objects + [os.path.relpath(b, args.build) for b in binaries]:
         back_up(os.path.join(args.build, name))
-    code, output = ninja(args, objects, limit)
-    if code != 0:
-        return code, output
+    output = ""
+    for name in objects:  # ninja's own compile command, run by hand: `ninja OBJECT` would also build
+        # the object's order-only dependencies (a test object's: phasebench, relinked with the
+        # mutant, and the CUDA objects that include a mutated header), which no backup covers
+        code, compiled = run_limited(["nice", "-n", str(args.nice), "sh", "-c", last_command(args, name)],
+                                     args.build, limit)
+        output += compiled
+        if code != 0:
+            return code, output
     for binary in binaries:
-        back_up(binary)
         code, linked = run_limited(["nice", "-n", str(args.nice), "sh", "-c",
                                     last_command(args, os.path.relpath(binary, args.build))], args.build, limit)
         if code != 0:
@@ -591,13 +596,16 @@ def sanitizer_report(output, root):
     """The first AddressSanitizer, LeakSanitizer or UBSan report, or bounds check failure, in output,
     in one line (its kind and the first frame in optimized/, else the first frame), or None."""
     found = re.search(r"ERROR: (AddressSanitizer|LeakSanitizer): ([\w-]+)", output)
+    undefined = re.search(r"^(\S+:\d+:\d+: runtime error: .*)$", output, re.M)
+    if undefined and (not found or undefined.start() < found.start() or found.group(2) in DEADLY_SIGNALS):
+        # UBSan reports (and recovers) before the signal its finding raises: "division by zero",
+        # then AddressSanitizer's FPE, which says only that a signal came; the finding is UBSan's
+        # (with threads, another thread's UBSan line can come after the signal's report).
+        return undefined.group(1).replace(root + "/", "")[:240]
     if found:
         frames = re.findall(r"^\s*#\d+ 0x[0-9a-f]+ in (.+)$", output[found.end():], re.M)
         where = next((f for f in frames if "optimized/" in f), frames[0] if frames else "?")
         return ("%s: %s in %s" % (found.group(1), found.group(2), where)).replace(root + "/", "")[:240]
-    found = re.search(r"^(\S+:\d+:\d+: runtime error: .*)$", output, re.M)
-    if found:
-        return found.group(1).replace(root + "/", "")[:240]
     found = BOUNDS_CHECK.search(output)
     if found and found.group(3):
         return ("bounds check: " + found.group(3))[:240]

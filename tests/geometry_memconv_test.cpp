@@ -183,6 +183,40 @@ TEST(GeometryMemconvBodies, TheChunkLoopsComputeWhatTheWholeBufferBodiesDo) {
   for (int64_t i = 0; i < values; ++i) EXPECT_EQ(out[i], whole_out[i]) << i;
 }
 
+// blocked_fft's partition: the chunks of every line count take each line once, in order, none
+// empty and none longer than a chunk; the slots' ranges take each chunk once, as evenly as they
+// can (an empty chunk would run a plan made for no lines; a chunk run twice wastes its time).
+TEST(GeometryMemconvBodies, TheChunksAndTheSlotsCoverEveryLineOnce) {
+  for (const int64_t chunk_lines : {int64_t{1}, int64_t{4}, body::kMaxChunkLines})
+    for (int64_t lines = 1; lines <= 41; ++lines) {
+      const int64_t chunks = body::chunk_count(lines, chunk_lines);
+      int64_t next_line = 0;
+      for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+        const auto [first, count] = body::line_chunk(chunk, lines, chunk_lines);
+        ASSERT_EQ(first, next_line) << lines << " lines, chunk " << chunk;
+        ASSERT_GE(count, 1) << lines << " lines, chunk " << chunk;
+        ASSERT_LE(count, chunk_lines) << lines << " lines, chunk " << chunk;
+        next_line = first + count;
+      }
+      ASSERT_EQ(next_line, lines) << lines << " lines in chunks of " << chunk_lines;
+      for (int64_t slots = 1; slots <= 5; ++slots) {
+        int64_t next_chunk = 0, shortest = chunks, longest = 0;
+        for (int64_t slot = 0; slot < slots; ++slot) {
+          int64_t taken = 0;
+          body::for_slot_chunks(slot, slots, chunks, [&](int64_t chunk) {
+            ASSERT_EQ(chunk, next_chunk) << chunks << " chunks, slot " << slot << " of " << slots;
+            ++next_chunk;
+            ++taken;
+          });
+          shortest = std::min(shortest, taken);
+          longest = std::max(longest, taken);
+        }
+        ASSERT_EQ(next_chunk, chunks) << chunks << " chunks over " << slots << " slots";
+        ASSERT_LE(longest - shortest, 1) << chunks << " chunks over " << slots << " slots";
+      }
+    }
+}
+
 // The declared arithmetic is the cheaper algorithm's: the direct form at the small size (N = 13),
 // the FFT form from the default size on, so that an FFT row's roofline share is of work it does.
 TEST(GeometryMemconvWork, TheDeclaredFlopsAreTheCheaperAlgorithms) {

@@ -69,6 +69,36 @@ PB_HOST_DEVICE inline void blend_body(int64_t i, const float* x, const float* yp
 
 inline constexpr int64_t kMaxChunkLines = 8;
 
+/// How many chunks of chunk_lines lines the lines take (the last one may be shorter).
+inline int64_t chunk_count(int64_t lines, int64_t chunk_lines) { return (lines + chunk_lines - 1) / chunk_lines; }
+
+struct LineChunk {
+  int64_t first, count;
+};
+
+/// Chunk `chunk`'s lines: from chunk chunk_lines on, chunk_lines of them or what is left.
+inline LineChunk line_chunk(int64_t chunk, int64_t lines, int64_t chunk_lines) {
+  const int64_t first = chunk * chunk_lines, left = lines - first;
+  return {first, left < chunk_lines ? left : chunk_lines};
+}
+
+struct ChunkRange {
+  int64_t begin, end;
+};
+
+/// Slot `slot`'s share of the chunks, one contiguous range per slot; the slots' lengths differ by
+/// one at most and together they cover [0, chunks) once.
+inline ChunkRange slot_chunks(int64_t slot, int64_t slots, int64_t chunks) {
+  return {slot * chunks / slots, (slot + 1) * chunks / slots};
+}
+
+/// convolve(chunk) for each chunk of slot `slot`'s share, in order: a slot's work in blocked_fft.
+template <class ConvolveChunk>
+inline void for_slot_chunks(int64_t slot, int64_t slots, int64_t chunks, ConvolveChunk&& convolve) {
+  const auto [begin, end] = slot_chunks(slot, slots, chunks);
+  for (int64_t chunk = begin; chunk < end; ++chunk) convolve(chunk);
+}
+
 /// Where line first + l = b C + c starts in x and out [B, N, C]: b N C + c, for l < count.
 inline void line_starts(int64_t n, int64_t channels, int64_t first, int64_t count, int64_t* starts) {
   for (int64_t l = 0; l < count; ++l) starts[l] = (first + l) / channels * n * channels + (first + l) % channels;

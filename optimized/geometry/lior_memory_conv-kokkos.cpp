@@ -153,14 +153,14 @@ class BlockedFft {
     fftwf_execute(taps_);
   }
 
-  int64_t chunks() const { return (lines_ + kChunkLines - 1) / kChunkLines; }
+  int64_t chunks() const { return body::chunk_count(lines_, kChunkLines); }
   int64_t slot_count() const { return static_cast<int64_t>(slots_.size()); }
 
   /// Chunk `chunk` of the lines through slot `slot`'s buffers: pad, forward, product with the taps'
   /// spectrum (and the 1/L of the unnormalized inverse), inverse, blend into out.
   void convolve_chunk(int64_t slot, int64_t chunk, const float* x, float w0, float* out) const {
     const Slot& buffers = slots_[static_cast<size_t>(slot)];
-    const int64_t first = chunk * kChunkLines, count = std::min(kChunkLines, lines_ - first);
+    const auto [first, count] = body::line_chunk(chunk, lines_, kChunkLines);
     const bool full = count == kChunkLines;
     const int64_t n = shape_.length, channels = shape_.channels;
     if (full) {
@@ -346,8 +346,9 @@ class LiorMemoryConvKokkos final : public Variant {
     const BlockedFft& plans = f;
     Kokkos::parallel_for(kBlockedLabel, Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(0, slots),
                          [&plans, x, w0, out, slots, chunks](int64_t slot) {
-                           for (int64_t chunk = slot * chunks / slots; chunk < (slot + 1) * chunks / slots; ++chunk)
+                           body::for_slot_chunks(slot, slots, chunks, [&](int64_t chunk) {
                              plans.convolve_chunk(slot, chunk, x, w0, out);
+                           });
                          });
     Kokkos::fence();
   }

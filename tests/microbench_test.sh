@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# ci/microbench builds and its programs measure: each prints its line for a tiny case (no timing
+# asserted, the machine is shared), and refuses bad arguments with exit 2.
+#   microbench_test.sh WORK_DIR
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+work=$1
+rm -rf "$work"
+bash "$here/../ci/microbench/run.sh" --build-only "$work"
+fail() { echo "microbench_test: $*" >&2; exit 1; }
+export OMP_NUM_THREADS=1
+out=$("$work/working_set_bandwidth" 3 2 1)
+grep -Eq '^3 read \+ 2 written streams, +1\.0 MB, 1 thread\(s\): best +[0-9.]+ GB/s, median +[0-9.]+ GB/s$' <<<"$out" \
+  || fail "working_set_bandwidth printed: $out"
+for bad in "5 5 1" "3 2 0" "3 2"; do
+  code=0
+  "$work/working_set_bandwidth" $bad 2>/dev/null || code=$?
+  [ "$code" = 2 ] || fail "working_set_bandwidth $bad exited $code, not 2"
+done
+if [ -x "$work/fftw_chunks" ]; then
+  out=$("$work/fftw_chunks" 256 8 1 4)
+  grep -Eq '^L 256, 8 lines, 1 thread\(s\), chunks of +4: median +[0-9.]+ ms, +[0-9.]+ GFLOP/s$' <<<"$out" \
+    || fail "fftw_chunks printed: $out"
+  code=0
+  "$work/fftw_chunks" 256 8 1 3 2>/dev/null || code=$?
+  [ "$code" = 2 ] || fail "fftw_chunks with lines not a multiple of the chunk exited $code, not 2"
+fi
+echo "microbench_test: passed"

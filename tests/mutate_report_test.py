@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""ci/mutate.py's reading of a sanitized check's output: which report makes a mutant caught-memory
+and which crash stays a crash (docs/reliability-mutation.md)."""
+import importlib.util
+import os
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+spec = importlib.util.spec_from_file_location("mutate", os.path.join(HERE, "..", "ci", "mutate.py"))
+mutate = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mutate)
+
+ROOT = "/src/phasebench"
+FPE = ("AddressSanitizer:DEADLYSIGNAL\n==1==ERROR: AddressSanitizer: FPE on unknown address 0x1 (pc 0x1 T1)\n"
+       "    #0 0x1 in f(long) /src/phasebench/optimized/a/b-bodies.hpp:12\n")
+DIVISION = "/src/phasebench/optimized/a/b-bodies.hpp:12:40: runtime error: division by zero\n"
+OVERFLOW = ("==1==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x2\n"
+            "    #0 0x2 in g() /src/phasebench/optimized/a/c.cpp:7\n")
+
+
+def outcome(output):
+    report = mutate.sanitizer_report(output, ROOT)
+    return mutate.memory_outcome(report, "crashed", "died") if report else ("crashed", "died")
+
+
+class SanitizerReport(unittest.TestCase):
+    def test_a_fatal_signal_alone_is_a_crash(self):
+        self.assertEqual(outcome(FPE)[0], "crashed")
+
+    def test_ubsans_finding_counts_before_or_after_the_signals_report(self):
+        for output in (DIVISION + FPE, FPE + DIVISION):  # threads: either order
+            self.assertEqual(outcome(output),
+                             ("caught-memory", "optimized/a/b-bodies.hpp:12:40: runtime error: division by zero"))
+
+    def test_an_address_finding_comes_before_a_later_ubsan_line(self):
+        self.assertEqual(outcome(OVERFLOW + DIVISION),
+                         ("caught-memory", "AddressSanitizer: heap-buffer-overflow in g() optimized/a/c.cpp:7"))
+
+    def test_nothing_reported_is_none(self):
+        self.assertIsNone(mutate.sanitizer_report("verify: 3 passed\n", ROOT))
+
+
+if __name__ == "__main__":
+    sys.exit(unittest.main())
