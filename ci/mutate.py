@@ -894,9 +894,9 @@ def select_mutants(args, plans):
     everything = []
     for path in sorted(plans):
         everything += mutants_of(path, open(os.path.join(args.root, path), encoding="utf-8").read())
-    if args.keys:
-        return [m for m in everything if m.key in set(args.keys)]
     done = {r["key"] for path in args.skip for r in csv.DictReader(open(path, encoding="utf-8"))}
+    if args.keys:  # --skip applies here too: a run of given keys resumes as a sampled one does
+        return [m for m in everything if m.key in set(args.keys) and m.key not in done]
     if args.rerun:
         wanted = {r["key"]: (r["outcome"], r["detail"]) for r in latest_rows(args.rerun)
                   if r["outcome"] in ("survived", "crashed")}

@@ -12,7 +12,10 @@ export OMP_NUM_THREADS=1
 out=$("$work/working_set_bandwidth" 3 2 1)
 grep -Eq '^3 read \+ 2 written streams, +1\.0 MB, 1 thread\(s\): best +[0-9.]+ GB/s, median +[0-9.]+ GB/s$' <<<"$out" \
   || fail "working_set_bandwidth printed: $out"
-for bad in "5 5 1" "3 2 0" "3 2"; do
+out=$("$work/working_set_bandwidth" 2 1nt 1)
+grep -Eq '^2 read \+ 1 written \(non-temporal\) streams, +1\.0 MB, 1 thread\(s\): best +[0-9.]+ GB/s, median +[0-9.]+ GB/s$' <<<"$out" \
+  || fail "working_set_bandwidth 2 1nt printed: $out"
+for bad in "5 5 1" "3 2 0" "3 2" "1 1nt 1" "2 1x 1"; do
   code=0
   "$work/working_set_bandwidth" $bad 2>/dev/null || code=$?
   [ "$code" = 2 ] || fail "working_set_bandwidth $bad exited $code, not 2"

@@ -28,6 +28,9 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
 "$out/working_set_bandwidth" 3 2 4 10 15 20 25 32 40 84
 "$out/working_set_bandwidth" 4 4 8 16 24 34 48 134
 "$out/working_set_bandwidth" 1 0 2 8 16 24 36 48 153
+# lior_optimizer_step (read p and g, write out) at its default size, ordinary and non-temporal stores
+"$out/working_set_bandwidth" 2 1 226
+"$out/working_set_bandwidth" 2 1nt 226
 if [ -x "$out/fftw_chunks" ]; then
   "$out/fftw_chunks" 8192 512 1 1 4 8 16 512   # lior_memory_conv, default size, one thread
   "$out/fftw_chunks" 8192 512 2 4              # the same on two threads

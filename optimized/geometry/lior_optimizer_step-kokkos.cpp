@@ -5,14 +5,19 @@
 //   per tensor j: R_j = clamp(R(first 8 values of p_j), 0.1, 10);  out_j = p_j - lr kappa R_j^-2 g_j
 //
 // Parameters, gradients and outputs are flat Views with the tensors one after the other
-// (offsets[j] .. offsets[j+1]). Nothing is allocated in run().
+// (offsets[j] .. offsets[j+1]). Nothing is allocated in run(). streaming_update (host cores only)
+// runs its spans' updates from lior_optimizer_step-bodies.hpp.
 
 #include <limits>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "backends/kokkos/host_vectorization.hpp"
 #include "backends/kokkos/kokkos_backend.hpp"
+#include "optimized/geometry/lior_optimizer_step-bodies.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/geometry/lior_optimizer_step.hpp"
 
@@ -21,12 +26,19 @@ namespace {
 
 namespace geo = pb::suites::geometry;
 namespace ref = pb::reference::geometry;
+namespace bodies = pb::optimized::geometry::lior_optimizer_step;
 
 using Vec = DeviceView<float*>;
 using Offsets = DeviceView<int64_t*>;
 
 const std::string kResilienceLabel = "lior_optimizer_step/resilience";
 const std::string kUpdateLabel = "lior_optimizer_step/update";
+const std::string kStreamedLabel = "lior_optimizer_step/streamed_update";
+
+// streaming_update's span: 16 Ki values (64 KiB of each stream), a multiple of 16 floats so that a
+// span inside a tensor starts on a cache line; 1,152 spans at the default size, enough to split
+// evenly between the threads, few enough that a span's fence and its scale's load cost nothing.
+constexpr int64_t kSpanValues = 16384;
 
 /// The resilience weights in device Views, and the pointer struct the kernels use.
 struct ResilienceViews {
@@ -42,7 +54,20 @@ struct ResilienceViews {
 class LiorOptimizerStepKokkos final : public Variant {
  public:
   explicit LiorOptimizerStepKokkos(const VariantContext& context)
-      : device_resilience_(context.has(geo::kDeviceResilience)), batched_(context.has(geo::kBatchedStep)) {}
+      : device_resilience_(context.has(geo::kDeviceResilience)),
+        batched_(context.has(geo::kBatchedStep)),
+        streaming_(context.has(geo::kStreamingUpdate)) {}
+
+  // streaming_update reads the Views through their pointers on the calling host's cores and needs
+  // the CPU's non-temporal stores.
+  std::optional<CannotRun> support() const override {
+    if (!streaming_) return std::nullopt;
+#ifndef PB_LIOR_STREAMING_STORES
+    return CannotRun{CannotRun::Kind::Unsupported, "streaming_update needs SSE non-temporal stores (x86-64)"};
+#else
+    return host_cores_only(geo::kStreamingUpdate);
+#endif
+  }
 
   void setup(const ArrayMap& inputs) override {
     network_ = std::make_unique<ResilienceViews>(inputs);
@@ -57,6 +82,7 @@ class LiorOptimizerStepKokkos final : public Variant {
     offsets_ = filled_on_device<Offsets>("offsets", [&](int64_t i) { return offsets_host_[i]; }, tensors + 1);
     scales_ = Vec("scales", tensors);
     resilience_cell_ = Kokkos::View<float, Kokkos::HostSpace>("scale_cell");
+    if (streaming_) place_spans();
   }
 
   void poison_outputs() override {
@@ -66,6 +92,11 @@ class LiorOptimizerStepKokkos final : public Variant {
 
   void run() override {
     const int64_t tensors = static_cast<int64_t>(shapes_.size());
+    if (streaming_) {  // the batched scales, then one flat streamed pass
+      scales_of(0, tensors, true);
+      streamed_update_all();
+      return;
+    }
     if (batched_) {  // one kernel for all P scales, one update over every value
       scales_of(0, tensors, true);
       update_all();
@@ -127,7 +158,32 @@ class LiorOptimizerStepKokkos final : public Variant {
         });
   }
 
-  bool device_resilience_, batched_;
+  /// streaming_update's spans and their streamed parts for out_, checked here: a wrong part would
+  /// fault inside the kernel (or quietly stream less), here it is an error naming the span.
+  void place_spans() {
+    spans_ = bodies::update_spans(offsets_host_, kSpanValues);
+    bodies::place_streamed_parts(spans_, out_.data());
+    for (const bodies::UpdateSpan& span : spans_)
+      if (const std::string error = bodies::streamed_part_error(span, out_.data()); !error.empty())
+        throw std::logic_error("streaming_update: the streamed part of values [" + std::to_string(span.begin) + ", " +
+                               std::to_string(span.end) + ") is " + error);
+  }
+
+  /// One launch over the spans, a contiguous run of them per thread (static schedule): each span's
+  /// values updated with streaming stores (bodies::streamed_update) with its tensor's scale.
+  void streamed_update_all() const {
+    const float *params = params_.data(), *grads = grads_.data(), *scales = scales_.data();
+    float* out = out_.data();
+    const bodies::UpdateSpan* spans = spans_.data();
+    Kokkos::parallel_for(
+        kStreamedLabel, Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(0, static_cast<int64_t>(spans_.size())),
+        [=](int64_t s) {
+          bodies::streamed_update(params, grads, out, spans[s], scales[spans[s].tensor]);
+        });
+  }
+
+  bool device_resilience_, batched_, streaming_;
+  std::vector<bodies::UpdateSpan> spans_;  // streaming_update: the flat values cut into spans
   std::unique_ptr<ResilienceViews> network_;
   std::vector<std::vector<int64_t>> shapes_;
   std::vector<int64_t> offsets_host_;
@@ -137,7 +193,8 @@ class LiorOptimizerStepKokkos final : public Variant {
 };
 
 const VariantRegistration registration{
-    geo::kLiorOptimizerStep, "kokkos", {geo::kPerTensorSync, geo::kDeviceResilience, geo::kBatchedStep},
+    geo::kLiorOptimizerStep, "kokkos",
+    {geo::kPerTensorSync, geo::kDeviceResilience, geo::kBatchedStep, geo::kStreamingUpdate},
     [](const VariantContext& context) { return std::make_unique<LiorOptimizerStepKokkos>(context); }};
 
 }  // namespace

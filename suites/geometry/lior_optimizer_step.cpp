@@ -90,6 +90,10 @@ class LiorOptimizerStep final : public Workload {
          "P -> 0 (the seed claims no time ratio)"},
         {2, kBatchedStep,
          "beyond the seed: all R_j from one [P,8] evaluation and the updates as one multi-tensor pass"},
+        {3, kStreamingUpdate,
+         "beyond the seed, host cores: the multi-tensor pass as one flat vectorized pass over spans of "
+         "the values (each in one tensor), the outputs written with non-temporal stores (no "
+         "write-allocate read of out: 12 B moved per value instead of 16)"},
     };
   }
 

@@ -24,6 +24,7 @@ inline const std::string kLiorOptimizerStep = "geometry/lior_optimizer_step";
 inline constexpr const char* kPerTensorSync = "per_tensor_sync";      // the original: R.item() per tensor
 inline constexpr const char* kDeviceResilience = "device_resilience";  // the seed: R stays a tensor
 inline constexpr const char* kBatchedStep = "batched_step";           // [P,8] R, one multi-tensor update
+inline constexpr const char* kStreamingUpdate = "streaming_update";   // one flat pass, non-temporal stores
 
 /// Input p_j ("param.07"), its gradient ("grad.07"); the output has the parameter's name.
 inline std::string param_name(int j) { return std::string("param.") + (j < 10 ? "0" : "") + std::to_string(j); }
