@@ -12,6 +12,9 @@ export OMP_NUM_THREADS=1
 out=$("$work/working_set_bandwidth" 3 2 1)
 grep -Eq '^3 read \+ 2 written streams, +1\.0 MB, 1 thread\(s\): best +[0-9.]+ GB/s, median +[0-9.]+ GB/s$' <<<"$out" \
   || fail "working_set_bandwidth printed: $out"
+out=$("$work/working_set_bandwidth" 1 0 1)
+grep -Eq '^1 read \+ 0 written streams, +1\.0 MB, 1 thread\(s\): best +[0-9.]+ GB/s, median +[0-9.]+ GB/s$' <<<"$out" \
+  || fail "working_set_bandwidth 1 0 printed: $out"
 out=$("$work/working_set_bandwidth" 2 1nt 1)
 grep -Eq '^2 read \+ 1 written \(non-temporal\) streams, +1\.0 MB, 1 thread\(s\): best +[0-9.]+ GB/s, median +[0-9.]+ GB/s$' <<<"$out" \
   || fail "working_set_bandwidth 2 1nt printed: $out"

@@ -25,8 +25,8 @@
 #include <cstdint>
 #include <limits>
 
-#include "optimized/geometry/bayesian-exp.hpp"  // exp_nonpositive: e^x that vectorizes
 #include "optimized/trainer2/field_dynamics.hpp"
+#include "optimized/trainer2/retrieval_simd-bodies.hpp"  // softmax_of_logits
 #include "reference/trainer2/trainer2.hpp"
 
 #if defined(__GNUC__)
@@ -253,10 +253,8 @@ struct Candidates {
 };
 
 /// The weights [K] of batch row b, as retrieval_fused computes them: softmax_k of the logits
-/// −β R spd (ref::retrieval_logit, the reference's order in each). The exponentials by
-/// exp_nonpositive (within 1 ulp of expf; its domain, x >= -4e6, holds: x = logit − max logit,
-/// and β R spd stays within a few hundred for the suite's inputs), in a loop of their own so that
-/// it vectorizes; their sum in k order, as the reference's.
+/// −β R spd (ref::retrieval_logit, the reference's order in each), the softmax by
+/// retrieval_simd::softmax_of_logits (vectorized exponentials, their sum in k order).
 PB_FIELD_ALWAYS_INLINE void retrieval_weights(const Candidates& candidates, int64_t b, const float* query,
                                               const float* metric, float curvature, float* __restrict weights) {
   const int64_t T = candidates.tokens, C = candidates.bank_rows, K = candidates.count(), d = candidates.state_dim;
@@ -271,10 +269,7 @@ PB_FIELD_ALWAYS_INLINE void retrieval_weights(const Candidates& candidates, int6
     weights[T + c] = pb::reference::trainer2::retrieval_logit(candidates.bank_coord + c * n, query, metric, curvature);
     max_logit = weights[T + c] > max_logit ? weights[T + c] : max_logit;
   }
-  for (int64_t k = 0; k < K; ++k) weights[k] = pb::optimized::geometry::exp_nonpositive(weights[k] - max_logit);
-  float total = 0;
-  for (int64_t k = 0; k < K; ++k) total += weights[k];
-  for (int64_t k = 0; k < K; ++k) weights[k] /= total;
+  pb::trainer2_kernels::retrieval_simd::softmax_of_logits(weights, K, max_logit);
 }
 
 /// Batch rows per work item of the mixing: 4 rows of act (4 kB at the default d = 256) stay in L1

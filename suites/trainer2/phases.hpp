@@ -30,6 +30,9 @@ inline constexpr const char* kFusedQuadraticForm = "fused_quadratic_form";
 inline constexpr const char* kSinglePassLior = "single_pass_lior";
 // trainer2/window and train_step, on host cores: temporal_blocking's kernels as SIMD code (issue 28).
 inline constexpr const char* kVectorizedWindow = "vectorized_window";
+// trainer2/retrieval, on host cores: jit_fusion's kernel as SIMD code, act's row kept in
+// registers across blocks of 8 candidates (issue 28).
+inline constexpr const char* kVectorizedRetrieval = "vectorized_retrieval";
 
 inline PhaseInfo trainer2_phase(int index) {
   switch (index) {
@@ -87,6 +90,13 @@ inline PhaseInfo trainer2_phase(int index) {
               "kernels as SIMD code compiled for AVX-512, AVX2 and the baseline: the field in blocks of "
               "32 channels, two steps per sweep, sum |F_t| from the step's own loads; the last step's "
               "retrieval with vectorized exponentials and each bank row read once per 4 batch rows"};
+    case 14:
+      return {14, kVectorizedRetrieval,
+              "beyond the seed (retrieval, on host cores): jit_fusion's kernel as SIMD code compiled for "
+              "AVX-512, AVX2 and the baseline, one batch row per work item: vectorized exponentials, and "
+              "the mixing over blocks of 8 candidates whose partial sums stay in registers, so act's row "
+              "is loaded and stored once per 8 candidate rows instead of once per row (same order, same "
+              "floats)"};
   }
   return {index, "unknown", ""};
 }

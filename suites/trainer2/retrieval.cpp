@@ -59,7 +59,7 @@ class Retrieval final : public Workload {
     return {{"act", 2e-5, "fp32 weighted sum over K <= 3072 candidates (serial in the reference)"},
             {"weights", 1e-5, "fp32 softmax: exp of logits of size ~10, normalized by a K-term sum"}};
   }
-  std::vector<PhaseInfo> phases() const override { return trainer2_phases({0, 4}); }
+  std::vector<PhaseInfo> phases() const override { return trainer2_phases({0, 4, 14}); }
 
   // Compulsory work of one iteration (README "Declared work"). A flop is one add, multiply,
   // divide, max, sqrt, exp. Per candidate (b, k): u = c - q, g u^2 and the sum over n (4n); max,
