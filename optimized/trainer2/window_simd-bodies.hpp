@@ -23,7 +23,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <limits>
 
 #include "optimized/trainer2/field_dynamics.hpp"
 #include "optimized/trainer2/retrieval_simd-bodies.hpp"  // softmax_of_logits
@@ -253,23 +252,20 @@ struct Candidates {
 };
 
 /// The weights [K] of batch row b, as retrieval_fused computes them: softmax_k of the logits
-/// −β R spd (ref::retrieval_logit, the reference's order in each), the softmax by
-/// retrieval_simd::softmax_of_logits (vectorized exponentials, their sum in k order).
+/// −β R spd (ref::retrieval_logit, the reference's order in each), their maximum and the softmax
+/// by retrieval_simd's maximum and softmax_of_logits (vectorized exponentials, their sum in k
+/// order). The logit loops carry no running maximum, which would keep them scalar.
 PB_FIELD_ALWAYS_INLINE void retrieval_weights(const Candidates& candidates, int64_t b, const float* query,
                                               const float* metric, float curvature, float* __restrict weights) {
+  namespace rs = pb::trainer2_kernels::retrieval_simd;
   const int64_t T = candidates.tokens, C = candidates.bank_rows, K = candidates.count(), d = candidates.state_dim;
   const int64_t n = pb::reference::trainer2::kCoordinateDim;
   const float* tokens = candidates.O + b * T * d;
-  float max_logit = -std::numeric_limits<float>::infinity();
-  for (int64_t k = 0; k < T; ++k) {
+  for (int64_t k = 0; k < T; ++k)
     weights[k] = pb::reference::trainer2::retrieval_logit(tokens + k * d, query, metric, curvature);
-    max_logit = weights[k] > max_logit ? weights[k] : max_logit;
-  }
-  for (int64_t c = 0; c < C; ++c) {
+  for (int64_t c = 0; c < C; ++c)
     weights[T + c] = pb::reference::trainer2::retrieval_logit(candidates.bank_coord + c * n, query, metric, curvature);
-    max_logit = weights[T + c] > max_logit ? weights[T + c] : max_logit;
-  }
-  pb::trainer2_kernels::retrieval_simd::softmax_of_logits(weights, K, max_logit);
+  rs::softmax_of_logits(weights, K, rs::maximum(weights, K));
 }
 
 /// Batch rows per work item of the mixing: 4 rows of act (4 kB at the default d = 256) stay in L1
@@ -288,15 +284,8 @@ PB_FIELD_ALWAYS_INLINE void retrieval_mix(const Candidates& candidates, int64_t 
                                           int64_t group, float* __restrict act) {
   const int64_t T = candidates.tokens, C = candidates.bank_rows, K = candidates.count(), d = candidates.state_dim;
   const int64_t first = group * kMixRows, last = first + kMixRows < batch ? first + kMixRows : batch;
-  for (int64_t b = first; b < last; ++b) {
-    float* out = act + b * d;
-    for (int64_t j = 0; j < d; ++j) out[j] = 0;
-    const float* tokens = candidates.O + b * T * d;
-    for (int64_t k = 0; k < T; ++k) {
-      const float w = weights[b * K + k];
-      for (int64_t j = 0; j < d; ++j) out[j] += w * tokens[k * d + j];
-    }
-  }
+  for (int64_t b = first; b < last; ++b)  // row b's tokens, then the bank below
+    pb::trainer2_kernels::retrieval_simd::mix_states(candidates.O + b * T * d, weights + b * K, T, d, act + b * d);
   for (int64_t c = 0; c < C; ++c) {
     const float* state = candidates.bank_state + c * d;
     for (int64_t b = first; b < last; ++b) {
