@@ -19,33 +19,74 @@
 
 namespace pb::optimized::geometry {
 
-PB_HOST_DEVICE inline float exp_nonpositive(float x) {
+// A vector Float is passed by value; the callers inline it into one ISA clone, so the ABI GCC warns
+// about (a 64-byte vector passed without AVX-512) never applies.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+/// x = n ln2 + r, |r| <= ln2/2: e^r (`mantissa`) and n (`exponent`), on Float = float (Int =
+/// int32_t), or on a GCC vector of floats (Int the vector of int32_t of the same size:
+/// christoffel_simd-bodies.hpp), where every operation and select applies lane by lane: the same
+/// floats either way.
+template <typename Float, typename Int>
+struct ExpParts {
+  Float mantissa;
+  Int exponent;
+};
+
+template <typename Float, typename Int>
+PB_HOST_DEVICE inline ExpParts<Float, Int> exp_parts(Float x) {
   // Adding 1.5 * 2^23 rounds x log2 e to the nearest integer in the low bits of the sum.
   const float shifter = 12582912.0f;
-  const float shifted = x * 1.44269504088896341f + shifter;
-  const float n = shifted - shifter;
-  int32_t shifted_bits, shifter_bits;
+  const Float shifted = x * 1.44269504088896341f + shifter;
+  const Float n = shifted - shifter;
+  Int shifted_bits;
+  int32_t shifter_bits;
   std::memcpy(&shifted_bits, &shifted, sizeof shifted);
   std::memcpy(&shifter_bits, &shifter, sizeof shifter);
-  int32_t exponent = shifted_bits - shifter_bits;
-  const float r = (x - n * 0.693145751953125f) - n * 1.428606765330187045e-06f;
-  float p = 1.0f / 5040;
-  p = p * r + 1.0f / 720;
+  const Float r = (x - n * 0.693145751953125f) - n * 1.428606765330187045e-06f;
+  Float p = r * (1.0f / 5040) + 1.0f / 720;
   p = p * r + 1.0f / 120;
   p = p * r + 1.0f / 24;
   p = p * r + 1.0f / 6;
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
+  return {p, shifted_bits - shifter_bits};
+}
+
+/// e^x on the whole domain above.
+template <typename Float, typename Int>
+PB_HOST_DEVICE inline Float exp_nonpositive_of(Float x) {
+  const ExpParts<Float, Int> parts = exp_parts<Float, Int>(x);
   // An integer clamp (a float one is a branch GCC does not vectorize under strict IEEE):
   // 2^-127 2^-127 is two zero factors, so e^x is exactly 0 from x = -176 down.
-  exponent = exponent < -254 ? -254 : exponent;
-  const int32_t half = exponent >> 1;
-  const int32_t first_bits = (half + 127) << 23, second_bits = (exponent - half + 127) << 23;
-  float first, second;
+  const Int exponent = parts.exponent < -254 ? -254 : parts.exponent;
+  const Int half = exponent >> 1;
+  const Int first_bits = (half + 127) << 23, second_bits = (exponent - half + 127) << 23;
+  Float first, second;
   std::memcpy(&first, &first_bits, sizeof first);
   std::memcpy(&second, &second_bits, sizeof second);
-  return p * first * second;
+  return parts.mantissa * first * second;
 }
+
+/// e^x for -87 <= x <= 0, where e^x is a normal float: one factor 2^n, no clamp (the same floats
+/// as exp_nonpositive_of there; the test checks every float of the range).
+template <typename Float, typename Int>
+PB_HOST_DEVICE inline Float exp_normal_of(Float x) {
+  const ExpParts<Float, Int> parts = exp_parts<Float, Int>(x);
+  const Int scale_bits = (parts.exponent + 127) << 23;
+  Float scale;
+  std::memcpy(&scale, &scale_bits, sizeof scale);
+  return parts.mantissa * scale;
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+PB_HOST_DEVICE inline float exp_nonpositive(float x) { return exp_nonpositive_of<float, int32_t>(x); }
 
 }  // namespace pb::optimized::geometry

@@ -9,11 +9,19 @@
 // slice of Gamma (d^4 launches); einsum_contraction shifts inside the metric kernel (no clones)
 // and contracts S with Ginv in one kernel per point; batched_metric evaluates all 2d + 1 metrics
 // in one launch; solve solves G Gamma = S^T / 2 per point instead of forming Ginv.
+//
+// vectorized_points (issue 28, host cores only): one block of 16 points per work item, the block's
+// body optimized/geometry/christoffel_simd-bodies.hpp (one point per SIMD lane) compiled for
+// AVX-512, AVX2 and the baseline (host_vectorization.hpp). No intermediate View: a block's metrics,
+// derivatives and solve stay in its ~45 kB of stack scratch, and Gamma is written once.
 
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "backends/kokkos/host_vectorization.hpp"
 #include "backends/kokkos/kokkos_backend.hpp"
+#include "optimized/geometry/christoffel_simd-bodies.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/geometry/christoffel.hpp"
 
@@ -34,13 +42,50 @@ const std::string kCloneLabel = "christoffel/clone", kShiftLabel = "christoffel/
 const std::string kMetricLabel = "christoffel/metric", kDerivativeLabel = "christoffel/derivative";
 const std::string kInverseLabel = "christoffel/inverse", kLoopLabel = "christoffel/accumulate";
 const std::string kContractLabel = "christoffel/contract", kSolveLabel = "christoffel/solve";
+const std::string kBlocksLabel = "christoffel/blocks";
+
+#ifdef PB_KOKKOS_KERNELS_ON_HOST
+namespace simd = pb::geometry_kernels::christoffel_simd;
+
+#ifdef PB_KOKKOS_HOST_ISA_CLONES
+// The block's vectors never cross a call between clones (everything is inlined into each clone),
+// so GCC's warning about a 64-byte vector's ABI without AVX-512 (reported at the end of the file,
+// for the baseline clone) does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+#define PB_CHRISTOFFEL_ISA_CLONES __attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS)))
+#else
+#define PB_CHRISTOFFEL_ISA_CLONES
+#endif
+
+/// One block, its scratch on this thread's stack (compiled once per ISA: the loader picks the clone).
+PB_CHRISTOFFEL_ISA_CLONES void christoffel_block_cloned(const simd::PreparedWeights& w, const float* x, float* gamma,
+                                                        int64_t points, int64_t block) {
+  simd::BlockScratch scratch;
+  simd::christoffel_block_of(w, x, gamma, points, block, scratch);
+}
+
+/// vectorized_points' kernel: block b (points [16 b, 16 b + 16) of x) per work item, through the
+/// Views' pointers (the host's LayoutRight: a point's d coordinates and d^3 symbols are contiguous).
+struct ChristoffelBlocks {
+  const simd::PreparedWeights* weights;
+  const float* x;
+  float* gamma;
+  int64_t points;
+  void operator()(int64_t block) const { christoffel_block_cloned(*weights, x, gamma, points, block); }
+};
+#endif  // PB_KOKKOS_KERNELS_ON_HOST
 
 class ChristoffelKokkos final : public Variant {
  public:
   explicit ChristoffelKokkos(const VariantContext& context)
       : contraction_(context.has(geo::kContraction)),
         batched_(context.has(geo::kBatchedMetric)),
-        solve_(context.has(geo::kSolve)) {}
+        solve_(context.has(geo::kSolve)),
+        vectorized_(context.has(geo::kVectorizedPoints)) {}
+
+  std::optional<CannotRun> support() const override {
+    return vectorized_ ? host_cores_only(geo::kVectorizedPoints) : std::nullopt;
+  }
 
   void setup(const ArrayMap& inputs) override {
     const HostArray& x = require(inputs, geo::kPoints);
@@ -53,11 +98,17 @@ class ChristoffelKokkos final : public Variant {
     for (const std::string& name : {geo::kResilienceW1, geo::kResilienceB1, geo::kResilienceW2, geo::kResilienceB2,
                                     geo::kMetricW1, geo::kMetricB1, geo::kMetricW2, geo::kMetricB2, geo::kFactor})
       weights_.push_back(upload(name));
+    gamma_ = Rows("gamma", points_, ref::kGammaSize);
+    shape_ = geo::gamma_shape(x);
+#ifdef PB_KOKKOS_KERNELS_ON_HOST
+    if (vectorized_) {  // a block keeps its intermediates in registers and stack scratch
+      prepared_ = simd::prepare(geo::MetricParameters<float>(inputs).view());
+      return;
+    }
+#endif
     metrics_ = Slots("metrics", points_, kEvaluations, ref::kMetricSize);
     derivatives_ = Slots("derivatives", points_, d, ref::kMetricSize);
     inverse_ = Rows("inverse", points_, ref::kMetricSize);
-    gamma_ = Rows("gamma", points_, ref::kGammaSize);
-    shape_ = geo::gamma_shape(x);
   }
 
   void poison_outputs() override {
@@ -66,6 +117,13 @@ class ChristoffelKokkos final : public Variant {
   }
 
   void run() override {
+#ifdef PB_KOKKOS_KERNELS_ON_HOST
+    if (vectorized_) {
+      Kokkos::parallel_for(kBlocksLabel, RangePolicy(0, simd::blocks(points_)),
+                           ChristoffelBlocks{&prepared_, x_.data(), gamma_.data(), points_});
+      return;
+    }
+#endif
     evaluate_metrics();
     differentiate();
     if (solve_) return solve_per_point();
@@ -174,7 +232,10 @@ class ChristoffelKokkos final : public Variant {
         });
   }
 
-  bool contraction_, batched_, solve_;
+  bool contraction_, batched_, solve_, vectorized_;
+#ifdef PB_KOKKOS_KERNELS_ON_HOST
+  simd::PreparedWeights prepared_{};
+#endif
   int64_t points_ = 0;
   Rows x_;
   std::vector<Vec> weights_;  // R.w1, R.b1, R.w2, R.b2, H.w1, H.b1, H.w2, H.b2, L
@@ -184,7 +245,7 @@ class ChristoffelKokkos final : public Variant {
 };
 
 const VariantRegistration registration{
-    geo::kChristoffel, "kokkos", {geo::kNestedLoops, geo::kContraction, geo::kBatchedMetric, geo::kSolve},
+    geo::kChristoffel, "kokkos", {geo::kNestedLoops, geo::kContraction, geo::kBatchedMetric, geo::kSolve, geo::kVectorizedPoints},
     [](const VariantContext& context) { return std::make_unique<ChristoffelKokkos>(context); }};
 
 }  // namespace

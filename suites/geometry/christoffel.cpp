@@ -78,6 +78,10 @@ class Christoffel final : public Workload {
         {5, kSeedFollowUpFix,
          "not an optimization: the next commit's S = 2 d_rho G_mu,nu - d_mu G_nu,rho, declared a "
          "known bug, reported CAUGHT, never timed"},
+        {6, kVectorizedPoints,
+         "beyond the seed, host cores (issue 28): 16 points per block, one per SIMD lane; erf, tanh "
+         "and softplus as polynomials that vectorize; h, G, its derivatives and S kept as their 36 "
+         "symmetric entries; the solve for the 36 right-hand sides mu <= nu with per-lane pivoting"},
     };
   }
 

@@ -27,6 +27,7 @@ inline constexpr const char* kNestedLoops = "nested_loops";        // the origin
 inline constexpr const char* kContraction = "einsum_contraction";  // the seed: one contraction, no clones
 inline constexpr const char* kBatchedMetric = "batched_metric";    // 2d + 1 evaluations in one call
 inline constexpr const char* kSolve = "solve";                     // a solve instead of the inverse
+inline constexpr const char* kVectorizedPoints = "vectorized_points";  // 16 points per SIMD block (host)
 // Not optimizations: the seed's own vectorized symbols, wrong, declared known bugs (must be CAUGHT).
 inline constexpr const char* kSeedRepeatedTerm = "seed_repeated_term";  // the seed's commit: term 3 = term 1
 inline constexpr const char* kSeedFollowUpFix = "seed_followup_fix";    // the next commit's "fix"
