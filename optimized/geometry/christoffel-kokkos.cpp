@@ -13,7 +13,7 @@
 // vectorized_points (issue 28, host cores only): one block of 16 points per work item, the block's
 // body optimized/geometry/christoffel_simd-bodies.hpp (one point per SIMD lane) compiled for
 // AVX-512, AVX2 and the baseline (host_vectorization.hpp). No intermediate View: a block's metrics,
-// derivatives and solve stay in its ~45 kB of stack scratch, and Gamma is written once.
+// derivatives and solve stay in its 48 kB of stack scratch, and Gamma is written once.
 
 #include <memory>
 #include <optional>
@@ -91,6 +91,14 @@ class ChristoffelKokkos final : public Variant {
     const HostArray& x = require(inputs, geo::kPoints);
     points_ = x.numel() / d;
     x_ = to_device<Rows>("x", x, points_, d);
+    gamma_ = Rows("gamma", points_, ref::kGammaSize);
+    shape_ = geo::gamma_shape(x);
+#ifdef PB_KOKKOS_KERNELS_ON_HOST
+    if (vectorized_) {  // its own weight layout; a block keeps its intermediates in registers and stack
+      prepared_ = simd::prepare(geo::MetricParameters<float>(inputs).view());
+      return;
+    }
+#endif
     const auto upload = [&](const std::string& name) {
       const HostArray& array = require(inputs, name);
       return to_device<Vec>(name, array, array.numel());
@@ -98,14 +106,6 @@ class ChristoffelKokkos final : public Variant {
     for (const std::string& name : {geo::kResilienceW1, geo::kResilienceB1, geo::kResilienceW2, geo::kResilienceB2,
                                     geo::kMetricW1, geo::kMetricB1, geo::kMetricW2, geo::kMetricB2, geo::kFactor})
       weights_.push_back(upload(name));
-    gamma_ = Rows("gamma", points_, ref::kGammaSize);
-    shape_ = geo::gamma_shape(x);
-#ifdef PB_KOKKOS_KERNELS_ON_HOST
-    if (vectorized_) {  // a block keeps its intermediates in registers and stack scratch
-      prepared_ = simd::prepare(geo::MetricParameters<float>(inputs).view());
-      return;
-    }
-#endif
     metrics_ = Slots("metrics", points_, kEvaluations, ref::kMetricSize);
     derivatives_ = Slots("derivatives", points_, d, ref::kMetricSize);
     inverse_ = Rows("inverse", points_, ref::kMetricSize);

@@ -327,7 +327,7 @@ PB_CHRISTOFFEL_ALWAYS_INLINE void solve_lanes(Lanes (*A)[kD], Lanes (*B)[kColumn
 
 // ---- one block -----------------------------------------------------------------------------------
 
-/// Everything a block keeps between its steps (~45 kB: one per work item, on its thread's stack).
+/// Everything a block keeps between its steps (48 kB: one per work item, on its thread's stack).
 struct BlockScratch {
   Lanes x[kD];
   Lanes G[kPairs], plus[kPairs], minus[kPairs];
