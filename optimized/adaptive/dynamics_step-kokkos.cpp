@@ -8,12 +8,21 @@
 // one kernel (energy: its projection too). There is no autograd graph here, so detached_state is
 // UNSUPPORTED (the harness writes that row from the catalog), and the memory held per step is
 // flat: run() allocates nothing.
+//
+// vectorized_cells (issue 28, host cores only): one kernel per iteration, one block of 16 cells per
+// work item running all S steps, its body optimized/adaptive/dynamics_step_simd-bodies.hpp (one cell
+// per SIMD lane, the state in stack scratch) compiled for AVX-512, AVX2 and the baseline
+// (host_vectorization.hpp). Its steps are inside the kernel: it marks no step and no region.
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "backends/kokkos/host_vectorization.hpp"
 #include "backends/kokkos/kokkos_backend.hpp"
 #include "optimized/adaptive/dynamics_step-bodies.hpp"
+#include "optimized/adaptive/dynamics_step_simd-bodies.hpp"
 #include "phasebench/counters.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/adaptive/dynamics_step.hpp"
@@ -30,11 +39,40 @@ using Phases = DeviceView<int64_t*>;
 // Labels kept as strings, so no launch builds one (a label past 15 characters would allocate).
 const std::string kMaskLabel = "adaptive/mask", kAnxietyLabel = "adaptive/anxiety", kScaleLabel = "adaptive/scale";
 const std::string kLinearLabel = "adaptive/linear", kHiddenLabel = "adaptive/hidden", kEnergyLabel = "adaptive/energy";
-const std::string kActivityLabel = "adaptive/activity";
+const std::string kActivityLabel = "adaptive/activity", kBlocksLabel = "adaptive/blocks";
 
 // The per-element helpers shared with the CUDA ladder (dynamics_step-bodies.hpp).
 using cuda_backend::adaptive::clamp_body;
 using cuda_backend::adaptive::variance_body;
+
+#ifdef PB_KOKKOS_KERNELS_ON_HOST
+namespace simd = pb::adaptive_kernels::dynamics_simd;
+
+#ifdef PB_KOKKOS_HOST_ISA_CLONES
+// The block's vectors never cross a call between clones (everything is inlined into each clone),
+// so GCC's warning about a 64-byte vector's ABI without AVX-512 does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+#define PB_DYNAMICS_ISA_CLONES __attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS)))
+#else
+#define PB_DYNAMICS_ISA_CLONES
+#endif
+
+/// One block, its scratch on this thread's stack (compiled once per ISA: the loader picks the clone).
+PB_DYNAMICS_ISA_CLONES void dynamics_block_cloned(const simd::Model& model, const simd::BlockInputs& in, float* h,
+                                                  float* e, float* a, int64_t block) {
+  simd::BlockScratch scratch;
+  simd::dynamics_block_of(model, in, h, e, a, block, scratch);
+}
+
+/// vectorized_cells' kernel: block b (cells [16 b, 16 b + 16)) per work item, through the Views'
+/// pointers (the host's LayoutRight: a cell's H units are contiguous).
+struct DynamicsBlocks {
+  simd::Model model;
+  simd::BlockInputs in;
+  float *h, *e, *a;
+  void operator()(int64_t block) const { dynamics_block_cloned(model, in, h, e, a, block); }
+};
+#endif  // PB_KOKKOS_KERNELS_ON_HOST
 
 /// One elementwise kernel over n elements.
 template <class Body>
@@ -49,7 +87,12 @@ class DynamicsStepKokkos final : public Variant {
         fused_anxiety_(context.has(ad::kFusedAnxiety)),
         gathered_scale_(context.has(ad::kGatheredPhaseScale)),
         fused_hidden_(context.has(ad::kFusedHidden)),
-        fused_energy_(context.has(ad::kFusedEnergy)) {}
+        fused_energy_(context.has(ad::kFusedEnergy)),
+        vectorized_(context.has(ad::kVectorizedCells)) {}
+
+  std::optional<CannotRun> support() const override {
+    return vectorized_ ? host_cores_only(ad::kVectorizedCells) : std::nullopt;
+  }
 
   void setup(const ArrayMap& inputs) override {
     const int64_t C = d_.cells(), H = d_.hidden;
@@ -57,6 +100,8 @@ class DynamicsStepKokkos final : public Variant {
     x_ = floats(ad::kInput, C * d_.input);
     phase_ = to_device<Phases>(ad::kPhase, require(inputs, ad::kPhase), C);
     h0_ = floats(ad::kHidden0, C * H), e0_ = floats(ad::kEnergy0, C), a0_ = floats(ad::kActivity0, C);
+    h_ = uninitialized<Floats>("h", C * H), e_ = uninitialized<Floats>("e", C), a_ = uninitialized<Floats>("a", C);
+    if (vectorized_) return setup_blocks(inputs);  // its parameters on the host, no intermediate Views
     // W^T, so the drive kernel's innermost loop runs over contiguous output units (vectorizable)
     // while each unit still sums its terms in the reference's order: b_j, then k = 0, 1, ...
     const HostArray& weight = require(inputs, ad::kWeight);
@@ -66,7 +111,6 @@ class DynamicsStepKokkos final : public Variant {
     w_e_ = floats(ad::kEnergyWeight, H), w_a_ = floats(ad::kActivityWeight, 2);
     b_e_ = static_cast<float>(require(inputs, ad::kEnergyBias).values.at(0));
     b_a_ = static_cast<float>(require(inputs, ad::kActivityBias).values.at(0));
-    h_ = uninitialized<Floats>("h", C * H), e_ = uninitialized<Floats>("e", C), a_ = uninitialized<Floats>("a", C);
     for (Floats* cell : {&mask_, &anxiety_, &term1_, &term2_, &term3_, &term4_}) *cell = uninitialized<Floats>("cell", C);
     for (Floats* wide : {&drive_, &input_, &wide1_, &wide2_}) *wide = uninitialized<Floats>("wide", C * H);
   }
@@ -77,6 +121,15 @@ class DynamicsStepKokkos final : public Variant {
   }
 
   void run() override {
+#ifdef PB_KOKKOS_KERNELS_ON_HOST
+    if (vectorized_) {  // reads h0, e0, a0 and writes h, e, a: no copies first
+      const simd::BlockInputs in{x_.data(), h0_.data(), e0_.data(), a0_.data(), phase_.data()};
+      Kokkos::parallel_for(kBlocksLabel, RangePolicy(0, simd::lanes::blocks(d_.cells())),
+                           DynamicsBlocks{{&parameters_, packed_weight_.data(), d_}, in, h_.data(), e_.data(),
+                                          a_.data()});
+      return;
+    }
+#endif
     Kokkos::deep_copy(h_, h0_), Kokkos::deep_copy(e_, e0_), Kokkos::deep_copy(a_, a0_);
     counters::begin_steps();
     for (int64_t t = 0; t < d_.steps; ++t) {
@@ -93,6 +146,16 @@ class DynamicsStepKokkos final : public Variant {
   }
 
  private:
+  // vectorized_cells' parameters on the host: the reference's fp32 ones and W packed for the
+  // block's product (its layout: simd::pack_weight). A block holds at most kMaxHidden units.
+  void setup_blocks([[maybe_unused]] const ArrayMap& inputs) {
+#ifdef PB_KOKKOS_KERNELS_ON_HOST
+    simd::require_block_fits(d_.hidden);
+    parameters_ = ad::load_parameters<float>(inputs);
+    packed_weight_ = simd::pack_weight(parameters_.weight, d_.hidden);
+#endif
+  }
+
   void step() const {
     const Phases phase = phase_;
     const Floats mask = mask_;
@@ -219,7 +282,9 @@ class DynamicsStepKokkos final : public Variant {
   }
 
   ref::Dimensions d_;
-  bool fused_anxiety_, gathered_scale_, fused_hidden_, fused_energy_;
+  bool fused_anxiety_, gathered_scale_, fused_hidden_, fused_energy_, vectorized_;
+  ref::Parameters<float> parameters_;  // vectorized_cells: on the host
+  std::vector<float> packed_weight_;
   Floats x_, h0_, e0_, a0_, W_t_, b_, s_, w_e_, w_a_;
   Phases phase_;
   float b_e_ = 0, b_a_ = 0;
@@ -229,7 +294,7 @@ class DynamicsStepKokkos final : public Variant {
 };
 
 const VariantRegistration registration{
-    ad::kDynamicsStep, "kokkos", ad::kGraphFreePhases,
+    ad::kDynamicsStep, "kokkos", ad::kKokkosPhases,
     [](const VariantContext& context) { return std::make_unique<DynamicsStepKokkos>(context); }};
 
 }  // namespace

@@ -129,6 +129,10 @@ class DynamicsStep final : public Workload {
                      kHiddenRegion, 0.67),
         fusing_phase(4, kFusedEnergy, "energy update as a shortened chain", kEnergyRegion, 0.25),
         detached,
+        {6, kVectorizedCells,
+         "beyond the seed, host cores (issue 28): all S steps of a block of 16 cells in one kernel, one "
+         "cell per SIMD lane, the state in L1; the drive as a register-blocked product with the phase "
+         "scale, mask, input, a vectorizing tanh, the energy and activity as its epilogue"},
     };
   }
 

@@ -40,10 +40,14 @@ inline constexpr const char* kGatheredPhaseScale = "gathered_phase_scale";  // l
 inline constexpr const char* kFusedHidden = "fused_hidden_update";        // the tanh(h + m(d + 0.1u)) chain fused
 inline constexpr const char* kFusedEnergy = "fused_energy_update";        // the energy chain shortened
 inline constexpr const char* kDetachedState = "detached_state";           // autograd graph cut between steps
+inline constexpr const char* kVectorizedCells = "vectorized_cells";       // all steps of 16 cells per SIMD block (host)
 
 /// Every exact phase a backend without an autograd graph can run (detached_state needs one).
 inline const std::vector<std::string> kGraphFreePhases{kBaseline, kFusedAnxiety, kGatheredPhaseScale, kFusedHidden,
                                                        kFusedEnergy};
+/// Kokkos' ladder: the graph-free phases and vectorized_cells.
+inline const std::vector<std::string> kKokkosPhases{kBaseline,  kFusedAnxiety, kGatheredPhaseScale,
+                                                    kFusedHidden, kFusedEnergy, kVectorizedCells};
 
 // The named regions (pb::counters::Region) the seed's per-function claims are about.
 inline constexpr const char* kAnxietyRegion = "anxiety";         // _calculate_anxiety_levels
