@@ -173,6 +173,21 @@ TEST(AdaptiveDynamicsVectorized, PackedWeightHoldsEveryWeightWhereTheDriveReadsI
   }
 }
 
+// The transposes move a row in chunks of 16 and the rest: every float of a row once, never past its
+// end (a chunk too wide reads the next row, or past the array after the last; the block's results
+// would not show it, since the units past the width are never used).
+TEST(AdaptiveDynamicsVectorized, TransposeChunksCoverARowAndStopAtItsEnd) {
+  for (const int64_t width : {1, 4, 6, 15, 16, 17, 20, 31, 32, 33, 64}) {
+    int64_t covered = 0;
+    for (int64_t first = 0; first < width; first += kLanes) {
+      const int64_t chunk = ds::chunk_width(width, first);
+      EXPECT_EQ(chunk, std::min<int64_t>(kLanes, width - first)) << "width " << width << ", from " << first;
+      covered += chunk;
+    }
+    EXPECT_EQ(covered, width);
+  }
+}
+
 // A block of `count` cells (1 to 16) after every step against the fp64 oracle: h, e and a within
 // the fp32 reference's own error over the same cells times 1.5 (measured 1.0-1.1x at 16 cells),
 // plus 5e-7, four float ulps relative (2^-23 = 1.2e-7 each): over one to three cells the error is
@@ -180,9 +195,10 @@ TEST(AdaptiveDynamicsVectorized, PackedWeightHoldsEveryWeightWhereTheDriveReadsI
 // 2.1e-7 where the reference's was 2.3e-8, energy of 2 cells). A wrong term is orders larger.
 // Nothing is written past the count.
 // Both forms of the input: I = H (u = x, the default and large sizes) and I != H (u = W[:, :I] x,
-// the small size).
+// the small size), and widths of 16 and more that are not multiples of 16 (the transposes' tails).
 TEST(AdaptiveDynamicsVectorized, BlockFollowsTheOracleAtEveryCellCount) {
-  for (const ref::Dimensions dims : {ref::Dimensions{1, kLanes, 64, 64, 8}, ref::Dimensions{1, kLanes, 6, 4, 8}}) {
+  for (const ref::Dimensions dims :
+       {ref::Dimensions{1, kLanes, 64, 64, 8}, ref::Dimensions{1, kLanes, 6, 4, 8}, ref::Dimensions{1, kLanes, 20, 17, 8}}) {
     SCOPED_TRACE("H = " + std::to_string(dims.hidden) + ", I = " + std::to_string(dims.input));
     const Problem problem(dims, 5);
     const std::vector<float> packed = ds::pack_weight(problem.parameters.weight, dims.hidden);
@@ -238,10 +254,12 @@ TEST(AdaptiveDynamicsVectorized, EveryBlockWritesItsOwnCells) {
 }
 
 TEST(AdaptiveDynamicsVectorized, AHiddenStateABlockCannotHoldIsRefused) {
-  EXPECT_NO_THROW(ds::require_block_fits(2));
-  EXPECT_NO_THROW(ds::require_block_fits(ds::kMaxHidden));
-  EXPECT_THROW(ds::require_block_fits(ds::kMaxHidden + 1), std::invalid_argument);
-  EXPECT_THROW(ds::require_block_fits(1), std::invalid_argument);
+  EXPECT_NO_THROW(ds::require_block_fits(2, 1));
+  EXPECT_NO_THROW(ds::require_block_fits(ds::kMaxHidden, ds::kMaxHidden));
+  EXPECT_THROW(ds::require_block_fits(ds::kMaxHidden + 1, 4), std::invalid_argument);
+  EXPECT_THROW(ds::require_block_fits(1, 1), std::invalid_argument);
+  EXPECT_THROW(ds::require_block_fits(6, 7), std::invalid_argument);
+  EXPECT_THROW(ds::require_block_fits(6, 0), std::invalid_argument);
 }
 
 TEST(AdaptiveDynamicsVectorized, VerifyPassesOnTheSmallSizesSeeds) {

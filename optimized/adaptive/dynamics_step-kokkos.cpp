@@ -150,7 +150,7 @@ class DynamicsStepKokkos final : public Variant {
   // block's product (its layout: simd::pack_weight). A block holds at most kMaxHidden units.
   void setup_blocks([[maybe_unused]] const ArrayMap& inputs) {
 #ifdef PB_KOKKOS_KERNELS_ON_HOST
-    simd::require_block_fits(d_.hidden);
+    simd::require_block_fits(d_.hidden, d_.input);
     parameters_ = ad::load_parameters<float>(inputs);
     packed_weight_ = simd::pack_weight(parameters_.weight, d_.hidden);
 #endif

@@ -21,6 +21,7 @@
 // sigmoid); verify checks it against the fp64 oracle like every other row.
 
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,11 +47,16 @@ using lanes::Lanes;
 /// The widest hidden state a block holds (every catalog size has H <= 64).
 constexpr int64_t kMaxHidden = 64;
 
-/// std::invalid_argument when a block cannot hold `hidden` units (the variant's setup() asks).
-inline void require_block_fits(int64_t hidden) {
+/// std::invalid_argument when a block cannot hold `hidden` units and `input` inputs per cell (the
+/// variant's setup() asks): 2 <= H <= kMaxHidden (the variance over H needs 2), 1 <= I <= H (x is
+/// transposed into a state's place; u = W[:, :I] x needs I <= H).
+inline void require_block_fits(int64_t hidden, int64_t input) {
   if (hidden < 2 || hidden > kMaxHidden)
     throw std::invalid_argument("vectorized_cells holds 2 to " + std::to_string(kMaxHidden) +
-                                " hidden units per cell (the variance over H needs 2); H = " + std::to_string(hidden));
+                                " hidden units per cell; H = " + std::to_string(hidden));
+  if (input < 1 || input > hidden)
+    throw std::invalid_argument("vectorized_cells needs 1 <= I <= H; I = " + std::to_string(input) +
+                                ", H = " + std::to_string(hidden));
 }
 
 /// Rows of the drive whose dot products run side by side (see the header comment).
@@ -67,8 +73,9 @@ struct Model {
 inline int64_t row_group(int64_t H, int64_t j) { return j + kRowGroup <= H ? kRowGroup : 1; }
 
 /// W [H, H] row-major laid out so that a group of G rows from j reads its weights in order:
-/// packed[j H + k G + g] = W[j + g, k]. Indexing W itself ((j + g) H + k, H known only at run time),
-/// GCC computed the addresses as vectors of int64 and extracted them one by one (10x slower, AVX2).
+/// packed[j H + k G + g] = W[j + g, k], the 16 weights of one k one cache line instead of 16 rows'
+/// strided reads. Measured a little faster than indexing W itself (1.35 against 1.38 ms per
+/// default-size iteration on one thread, AVX-512).
 inline std::vector<float> pack_weight(const std::vector<float>& W, int64_t H) {
   std::vector<float> packed(W.size());
   for (int64_t j = 0; j < H; j += row_group(H, j)) {
@@ -117,8 +124,8 @@ PB_DYNAMICS_ALWAYS_INLINE Lanes sigmoid_lanes(Lanes z) {
   return z >= 0 ? positive : t * positive;
 }
 
-/// Σ_k f(h[k]) over the H units, in kChains interleaved partial sums: one sum's chain of H dependent
-/// adds (4 cycles each) was 12% of a step (measured), the drive's work waiting behind it.
+/// Σ_k f(h[k]) over the H units, in kChains interleaved partial sums: with one sum, a chain of H
+/// dependent adds, the block took 7% longer (measured), the drive's work waiting behind it.
 constexpr int kChains = 4;
 template <class Term>
 PB_DYNAMICS_ALWAYS_INLINE Lanes sum_units(const Lanes* h, int64_t H, Term term) {
@@ -185,30 +192,68 @@ struct BlockInputs {
   const int64_t* phase;           // [C]
 };
 
+/// `count` floats copied, as one vector when they are a whole one (a copy of variable size is a
+/// call to memcpy).
+PB_DYNAMICS_ALWAYS_INLINE void copy_floats(void* to, const void* from, int64_t count) {
+  if (count == kLanes) {
+    std::memcpy(to, from, sizeof(Lanes));
+  } else {
+    std::memcpy(to, from, count * sizeof(float));
+  }
+}
+
+/// How many of a row's `width` floats from `first` one transpose moves: kLanes, or the rest.
+inline int64_t chunk_width(int64_t width, int64_t first) { return width - first < kLanes ? width - first : kLanes; }
+
+/// Rows [count][width] of an array, transposed into units[width] (unit k of the count cells, lanes
+/// past count 0), kLanes units at a time: each cell's kLanes floats one copy, then
+/// christoffel_simd's 16 x 16 transpose (element by element, the block's loads and stores took
+/// 7-12% of its time; measured).
+PB_DYNAMICS_ALWAYS_INLINE void gather_units(const float* rows, int64_t width, int count, Lanes* units) {
+  for (int64_t first = 0; first < width; first += kLanes) {
+    const int64_t chunk = chunk_width(width, first);
+    Lanes tile[kLanes] = {};
+    for (int lane = 0; lane < count; ++lane) copy_floats(&tile[lane], rows + lane * width + first, chunk);
+    lanes::transpose_lanes(tile);
+    for (int64_t k = 0; k < chunk; ++k) units[first + k] = tile[k];
+  }
+}
+
+/// gather_units' inverse: units[width] written to the count rows [count][width].
+PB_DYNAMICS_ALWAYS_INLINE void scatter_units(const Lanes* units, int64_t width, int count, float* rows) {
+  for (int64_t first = 0; first < width; first += kLanes) {
+    const int64_t chunk = chunk_width(width, first);
+    Lanes tile[kLanes] = {};
+    for (int64_t k = 0; k < chunk; ++k) tile[k] = units[first + k];
+    lanes::transpose_lanes(tile);
+    for (int lane = 0; lane < count; ++lane) copy_floats(rows + lane * width + first, &tile[lane], chunk);
+  }
+}
+
 /// The block's lanes from the inputs; lanes past `count` hold zeros (phase 0), computed and never
-/// written back.
+/// written back. x is transposed into state[1], which the first step overwrites.
 PB_DYNAMICS_ALWAYS_INLINE CellLanes load_block(const Model& model, const BlockInputs& in, int count, BlockScratch& s) {
   const ref::Parameters<float>& w = *model.parameters;
   const int64_t H = model.dims.hidden, I = model.dims.input;
-  CellLanes cell{};
-  Lanes* h = s.state[0];
-  for (int64_t k = 0; k < H; ++k) h[k] = Lanes{}, s.scaled_input[k] = Lanes{};
-  Lanes input_sum{};
-  for (int lane = 0; lane < count; ++lane) {
-    const float* x = in.x + lane * I;
-    for (int64_t k = 0; k < H; ++k) h[k][lane] = in.h0[lane * H + k];
-    for (int64_t k = 0; k < I; ++k) input_sum[lane] += x[k];
-    for (int64_t j = 0; j < H; ++j) {  // u = x if I == H, else W[:, :I] x (no bias)
-      float u = 0;
-      if (I == H) {
-        u = x[j];
-      } else {
-        for (int64_t k = 0; k < I; ++k) u += w.weight[j * H + k] * x[k];
-      }
-      s.scaled_input[j][lane] = 0.1f * u;
+  gather_units(in.h0, H, count, s.state[0]);
+  const Lanes* x = s.state[1];
+  gather_units(in.x, I, count, s.state[1]);
+  for (int64_t j = 0; j < H; ++j) {  // u = x if I == H, else W[:, :I] x (no bias)
+    Lanes u{};
+    if (I == H) {
+      u = x[j];
+    } else {
+      for (int64_t k = 0; k < I; ++k) u += w.weight[j * H + k] * x[k];
     }
-    const int64_t phase = in.phase[lane];
-    cell.energy[lane] = in.e0[lane], cell.activity[lane] = in.a0[lane];
+    s.scaled_input[j] = 0.1f * u;
+  }
+  Lanes input_sum{};
+  for (int64_t k = 0; k < I; ++k) input_sum += x[k];
+  CellLanes cell{};
+  std::memcpy(&cell.energy, in.e0, count * sizeof(float));
+  std::memcpy(&cell.activity, in.a0, count * sizeof(float));
+  for (int lane = 0; lane < kLanes; ++lane) {
+    const int64_t phase = lane < count ? in.phase[lane] : 0;
     cell.scale[lane] = 1.0f + w.phase_scale[phase];
     cell.moving[lane] = phase == ref::kSleepPhase ? 0.0f : 1.0f;
   }
@@ -220,11 +265,9 @@ PB_DYNAMICS_ALWAYS_INLINE CellLanes load_block(const Model& model, const BlockIn
 /// cell 0 of the pointers.
 PB_DYNAMICS_ALWAYS_INLINE void store_block(const Model& model, const CellLanes& cell, const Lanes* state, int count,
                                            float* h, float* e, float* a) {
-  const int64_t H = model.dims.hidden;
-  for (int lane = 0; lane < count; ++lane) {
-    for (int64_t k = 0; k < H; ++k) h[lane * H + k] = state[k][lane];
-    e[lane] = cell.energy[lane], a[lane] = cell.activity[lane];
-  }
+  scatter_units(state, model.dims.hidden, count, h);
+  std::memcpy(e, &cell.energy, count * sizeof(float));
+  std::memcpy(a, &cell.activity, count * sizeof(float));
 }
 
 /// Every step of `count` (1..kLanes) cells whose arrays start at `in` and h, e, a.
