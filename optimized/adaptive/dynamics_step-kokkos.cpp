@@ -293,8 +293,15 @@ class DynamicsStepKokkos final : public Variant {
   Floats drive_, input_, wide1_, wide2_;                    // per cell and hidden unit
 };
 
+/// The graph-free ladder and vectorized_cells.
+std::vector<std::string> kokkos_phases() {
+  std::vector<std::string> phases = ad::kGraphFreePhases;
+  phases.push_back(ad::kVectorizedCells);
+  return phases;
+}
+
 const VariantRegistration registration{
-    ad::kDynamicsStep, "kokkos", ad::kKokkosPhases,
+    ad::kDynamicsStep, "kokkos", kokkos_phases(),
     [](const VariantContext& context) { return std::make_unique<DynamicsStepKokkos>(context); }};
 
 }  // namespace

@@ -41,7 +41,6 @@ namespace pb::adaptive_kernels::dynamics_simd {
 namespace ref = pb::reference::adaptive;
 namespace lanes = pb::geometry_kernels::christoffel_simd;
 using lanes::kLanes;  // cells per block
-using lanes::LaneInts;
 using lanes::Lanes;
 
 /// The widest hidden state a block holds (every catalog size has H <= 64).
@@ -134,6 +133,7 @@ PB_DYNAMICS_ALWAYS_INLINE Lanes sum_units(const Lanes* h, int64_t H, Term term) 
   for (; k + kChains <= H; k += kChains)
     for (int c = 0; c < kChains; ++c) partial[c] += term(h[k + c]);
   for (; k < H; ++k) partial[0] += term(h[k]);
+  static_assert(kChains == 4, "the partial sums are added in pairs below");
   return (partial[0] + partial[1]) + (partial[2] + partial[3]);
 }
 

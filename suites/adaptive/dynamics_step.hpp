@@ -45,9 +45,6 @@ inline constexpr const char* kVectorizedCells = "vectorized_cells";       // all
 /// Every exact phase a backend without an autograd graph can run (detached_state needs one).
 inline const std::vector<std::string> kGraphFreePhases{kBaseline, kFusedAnxiety, kGatheredPhaseScale, kFusedHidden,
                                                        kFusedEnergy};
-/// Kokkos' ladder: the graph-free phases and vectorized_cells.
-inline const std::vector<std::string> kKokkosPhases{kBaseline,  kFusedAnxiety, kGatheredPhaseScale,
-                                                    kFusedHidden, kFusedEnergy, kVectorizedCells};
 
 // The named regions (pb::counters::Region) the seed's per-function claims are about.
 inline constexpr const char* kAnxietyRegion = "anxiety";         // _calculate_anxiety_levels
