@@ -406,7 +406,7 @@ TEST(EnergyFlowBodies, Bf16WeightsStayWithinTheirBudgetAndAreSeen) {
 
 TEST(EnergyFlowDeterminism, TheScatterPhasesGiveTheSameBitsEveryRun) {
   Selection selection;
-  selection.filter = "energy_flow/aggregate/(torch|kokkos)/(segment_softmax|no_compaction|owned_cells)";
+  selection.filter = "energy_flow/aggregate/(torch|kokkos)/(segment_softmax|no_compaction|owned_cells|vectorized_flows)";
   const std::vector<Case> cases = plan_cases(selection, SizeClass::Default);
   init_backends(cases, 2);
   const detail::Problem problem = detail::make_problem(*cases.front().workload, SizeClass::Default, 1);

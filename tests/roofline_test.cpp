@@ -559,5 +559,46 @@ TEST(RooflineLatency, TheHostsFloorsAreNotAGpusAndTravelInMachineJson) {
   EXPECT_THROW(roofline::from_json(broken), InputError);
 }
 
+// energy_flow/aggregate's scatter floor (issue 28): work that splits over the run's threads, so
+// the floor is one thread's time over them, and a row it binds says "scatter", not "latency".
+TEST(RooflineLatency, AScatterFloorSplitsOverTheThreadsAndNamesItsBound) {
+  for (int threads : {1, 2}) {
+    roofline::Ceilings c = ceilings(50, 1000);
+    c.threads = threads;
+    std::ostringstream log;
+    roofline::add_latency_floors(c, log);
+    const auto floor = c.latency_floors.find(roofline::latency_floor_key("energy_flow", "aggregate", "default"));
+    ASSERT_NE(floor, c.latency_floors.end()) << log.str();
+    EXPECT_EQ(floor->second.bound, "scatter");
+    EXPECT_EQ(floor->second.threads, threads);
+    EXPECT_EQ(floor->second.method.find("divided by") != std::string::npos, threads > 1) << floor->second.method;
+    EXPECT_GT(floor->second.ms, 0);
+    EXPECT_EQ(c.latency_floors.count(roofline::latency_floor_key("energy_flow", "aggregate", "large")), 0u);
+    // rotor_update's chain waits on itself: never divided, whatever the threads.
+    EXPECT_EQ(c.latency_floors.at(roofline::latency_floor_key("trainer2", "rotor_update", "default")).threads, 1);
+    EXPECT_EQ(c.latency_floors.at(roofline::latency_floor_key("trainer2", "rotor_update", "default")).bound, "latency");
+  }
+  // A row slower than the floor by 4x is at 25% of it, bound "scatter"; the fields travel in
+  // machine.json, and an older file without them reads as a one-thread latency floor.
+  roofline::Ceilings c = ceilings(50, 1000);
+  c.latency_floors[roofline::latency_floor_key("trainer2", "rotor_update", "default")] = {1e-4, "scatter", "test", 1000,
+                                                                                         "scatter", 2};
+  std::vector<ResultRow> rows = {tiny_row("cpu", 4e-4)};
+  roofline::add_roofline_pct(rows, c);
+  EXPECT_EQ(rows[0].bound, "scatter");
+  EXPECT_NEAR(rows[0].roofline_pct, 25.0, 1e-9);
+  nlohmann::json json = roofline::to_json(c);
+  const roofline::LatencyFloor back = roofline::from_json(json).latency_floors.begin()->second;
+  EXPECT_EQ(back.bound, "scatter");
+  EXPECT_EQ(back.threads, 2);
+  json["latency_floors"]["trainer2/rotor_update/default"].erase("bound");
+  json["latency_floors"]["trainer2/rotor_update/default"].erase("threads");
+  const roofline::LatencyFloor older = roofline::from_json(json).latency_floors.begin()->second;
+  EXPECT_EQ(older.bound, "latency");
+  EXPECT_EQ(older.threads, 1);
+  json["latency_floors"]["trainer2/rotor_update/default"]["threads"] = 0;
+  EXPECT_THROW(roofline::from_json(json), InputError);
+}
+
 }  // namespace
 }  // namespace pb

@@ -113,7 +113,8 @@ nlohmann::json to_json(const Ceilings& ceilings) {
   if (!ceilings.devices_without_ceilings.empty()) json["devices_without_ceilings"] = ceilings.devices_without_ceilings;
   for (const auto& [key, floor] : ceilings.latency_floors)
     if (std::isfinite(floor.ms))
-      json["latency_floors"][key] = {{"ms", floor.ms}, {"what", floor.what}, {"method", floor.method}, {"calls", floor.calls}};
+      json["latency_floors"][key] = {{"ms", floor.ms},       {"what", floor.what},   {"method", floor.method},
+                                     {"calls", floor.calls}, {"bound", floor.bound}, {"threads", floor.threads}};
   return json;
 }
 
@@ -142,8 +143,9 @@ Ceilings from_json(const nlohmann::json& json) {
       ceilings.devices_without_ceilings = json.at("devices_without_ceilings").get<std::map<std::string, std::string>>();
     if (json.contains("latency_floors"))  // absent before the latency floors, and where no workload declares one
       for (const auto& [key, floor] : json.at("latency_floors").items())
-        ceilings.latency_floors[key] = {floor.at("ms").get<double>(), floor.value("what", ""), floor.value("method", ""),
-                                        floor.value("calls", 0)};
+        ceilings.latency_floors[key] = {floor.at("ms").get<double>(), floor.value("what", ""),
+                                        floor.value("method", ""),        floor.value("calls", 0),
+                                        floor.value("bound", "latency"),  floor.value("threads", 1)};
   } catch (const nlohmann::json::exception& error) {
     throw InputError(std::string("roofline ceilings: ") + error.what());
   }
@@ -152,8 +154,11 @@ Ceilings from_json(const nlohmann::json& json) {
   for (const CacheCeiling& cache : ceilings.caches)
     if (!(cache.capacity_bytes > 0) || !(cache.gb_per_s > 0))
       throw InputError("roofline ceilings: cache " + cache.name + " needs a positive capacity and bandwidth");
-  for (const auto& [key, floor] : ceilings.latency_floors)
+  for (const auto& [key, floor] : ceilings.latency_floors) {
     if (!(floor.ms > 0)) throw InputError("roofline ceilings: latency floor " + key + " needs a positive ms");
+    if (floor.threads < 1 || floor.bound.empty())
+      throw InputError("roofline ceilings: latency floor " + key + " needs a bound and at least one thread");
+  }
   return ceilings;
 }
 
@@ -249,7 +254,7 @@ RooflinePosition with_latency_floor(const RooflinePosition& position, const Resu
   if (floor == ceilings.latency_floors.end() || !(row.median_ms > 0)) return position;
   const double latency_share = floor->second.ms / row.median_ms * 100.0;
   if (!(latency_share > position.percent) && !std::isnan(position.percent)) return position;
-  return {latency_share, "latency"};
+  return {latency_share, floor->second.bound};
 }
 
 void add_roofline_pct(std::vector<ResultRow>& rows, const Ceilings& ceilings) {

@@ -38,10 +38,12 @@ struct CacheCeiling {
 /// measured in roofline_latency.cpp): the least time one iteration of its workload at its size
 /// takes there, whatever its bytes and flops.
 struct LatencyFloor {
-  double ms = kMissing;  // the median of the chain's timed calls
+  double ms = kMissing;  // the floor: the median of the chain's timed calls, over `threads`
   std::string what;      // the workload's words for the chain
   std::string method;    // how it was timed, in words
   int calls = 0;         // how many calls were timed
+  std::string bound = "latency";  // the row's `bound` where this floor binds (LatencyChain::bound)
+  int threads = 1;                // what the one-thread median is divided by (LatencyChain::splits_over_threads)
 };
 
 struct Ceilings {
@@ -145,8 +147,9 @@ std::optional<Ceilings> ceilings_for_device(const Ceilings& machine, const std::
 std::string latency_floor_key(const std::string& suite, const std::string& workload, const std::string& size);
 
 /// `position` held to the row's latency floor as well: where the floor of the row's workload and
-/// size over the row's median time is the larger share, that share, bound "latency". Unchanged
-/// without a floor for the row (a GPU row's ceilings have none) or without a median.
+/// size over the row's median time is the larger share, that share, with the floor's own bound
+/// ("latency", "scatter"). Unchanged without a floor for the row (a GPU row's ceilings have none)
+/// or without a median.
 RooflinePosition with_latency_floor(const RooflinePosition& position, const ResultRow& row, const Ceilings& ceilings);
 
 /// Times the latency chain of every registered workload that declares one, at every size it can

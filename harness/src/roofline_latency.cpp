@@ -46,6 +46,13 @@ LatencyFloor time_chain(const std::function<double()>& chain) {
   return floor;
 }
 
+// Work a row splits over its threads: the floor is one thread's time shared by all of them.
+void split_over_threads(LatencyFloor& floor, int threads) {
+  floor.threads = threads;
+  floor.method += ", divided by the run's " + std::to_string(threads) + " threads (work that splits over them)";
+  floor.ms /= threads;
+}
+
 std::string microseconds(double ms) {
   char text[32];
   std::snprintf(text, sizeof text, "%.3g us", ms * 1e3);
@@ -65,6 +72,8 @@ void add_latency_floors(Ceilings& ceilings, std::ostream& log) {
       try {
         LatencyFloor floor = time_chain(chain->prepare(workload->make_inputs(size, kInputSeed)));
         floor.what = what = chain->what;
+        floor.bound = chain->bound;
+        if (chain->splits_over_threads && ceilings.threads > 1) split_over_threads(floor, ceilings.threads);
         measured += (measured.empty() ? "" : ", ") + to_string(size) + " " + microseconds(floor.ms);
         ceilings.latency_floors[key] = floor;
       } catch (const std::exception& error) {

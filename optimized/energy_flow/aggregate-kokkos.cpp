@@ -23,6 +23,11 @@
 // host-space design: one owner per thread of `concurrency()`, owners^2 counters; with a GPU's
 // tens of thousands of threads that table alone would not fit (the CUDA ladder stops at
 // segment_softmax). docs/energy_flow.md has the versions tried and what each measured.
+// vectorized_flows (beyond the seed, exact, host cores only): no partition. Each thread takes a
+// slice of the flows and keeps its own copy of the cells: four kernels of one work item per
+// thread (aggregate_simd-bodies.hpp): keys, omegas and each cell's max in 16 SIMD lanes; the
+// copies' maxima merged per block of cells; exp(omega - max) in lanes and the per-cell sums; the
+// copies' sums added and divided per block of cells. Deterministic for a given thread count.
 
 #include <algorithm>
 #include <cmath>
@@ -32,6 +37,7 @@
 #include "backends/kokkos/host_vectorization.hpp"
 #include "backends/kokkos/kokkos_backend.hpp"
 #include "optimized/energy_flow/aggregate-bodies.hpp"
+#include "optimized/energy_flow/aggregate_simd-bodies.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/energy_flow/aggregate.hpp"
 
@@ -80,6 +86,38 @@ __attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void cells_of_slice_
 #define PB_ENERGY_FLOW_CELLS_OF_SLICE cells_of_slice
 #endif
 
+#ifdef PB_KOKKOS_KERNELS_ON_HOST
+namespace simd = body::simd;
+
+#ifdef PB_KOKKOS_HOST_ISA_CLONES
+// The lanes never cross a call between clones (the bodies are inlined into each clone), so GCC's
+// warning about a 64-byte vector's ABI without AVX-512 does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+#define PB_AGGREGATE_ISA_CLONES __attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS)))
+#else
+#define PB_AGGREGATE_ISA_CLONES
+#endif
+
+// vectorized_flows' four passes, each compiled once per ISA (the loader picks the clone); what
+// a work item reads and writes is the header's (keys_and_maxima_of and the others, tested there).
+PB_AGGREGATE_ISA_CLONES void keys_and_maxima_cloned(const body::FlowPointers& p, const simd::Layout& layout,
+                                                    int64_t slice, int32_t* keys, float* omegas, float* largest) {
+  simd::keys_and_maxima_of(p, layout, slice, keys, omegas, largest);
+}
+PB_AGGREGATE_ISA_CLONES void merge_maxima_cloned(const simd::Layout& layout, const body::CellBlocks& blocks,
+                                                 int64_t owner, float* largest, float* sums) {
+  simd::merge_maxima_of(layout, blocks, owner, largest, sums);
+}
+PB_AGGREGATE_ISA_CLONES void sums_cloned(const body::FlowPointers& p, const simd::Layout& layout, int64_t slice,
+                                         const int32_t* keys, const float* omegas, const float* largest, float* sums) {
+  simd::sums_of(p, layout, slice, keys, omegas, largest, sums);
+}
+PB_AGGREGATE_ISA_CLONES void outputs_cloned(const simd::Layout& layout, const body::CellBlocks& blocks,
+                                            int64_t owner, const float* sums, float* out) {
+  simd::outputs_of(layout, blocks, owner, sums, out);
+}
+#endif  // PB_KOKKOS_KERNELS_ON_HOST
+
 class AggregateKokkos final : public Variant {
  public:
   explicit AggregateKokkos(const VariantContext& context)
@@ -87,7 +125,12 @@ class AggregateKokkos final : public Variant {
         masks_(context.has(ef::kMaskCollection)),
         segment_softmax_(context.has(ef::kSegmentSoftmax)),
         owned_cells_(context.has(ef::kOwnedCells)),
+        vectorized_(context.has(ef::kVectorizedFlows)),
         weights_(context.has(ef::kBf16Weights) ? body::WeightPrecision::Bf16 : body::WeightPrecision::Fp32) {}
+
+  std::optional<CannotRun> support() const override {
+    return vectorized_ ? host_cores_only(ef::kVectorizedFlows) : std::nullopt;
+  }
 
   void setup(const ArrayMap& inputs) override {
     lattice_ = ef::lattice_of(inputs);
@@ -107,6 +150,7 @@ class AggregateKokkos final : public Variant {
     projected_ = copy("flow.projected", host_.projected);
     out_ = uninitialized<Floats>("aggregated_energy", lattice_.cells());
     position_host_ = Kokkos::View<float[2], Kokkos::HostSpace>("position_host");
+    if (vectorized_) return setup_vectorized(n);
     if (owned_cells_) {  // the scratch of every iteration, allocated once
       const int64_t owners = std::min<int64_t>(lattice_.cells(), ExecSpace::concurrency());
       blocks_ = body::cell_blocks(lattice_.cells(), owners);
@@ -128,6 +172,7 @@ class AggregateKokkos final : public Variant {
   // than a jump through garbage.
   void poison_outputs() override {
     fill_nan(out_);
+    if (vectorized_) return poison_vectorized();
     if (!owned_cells_) return;
     Kokkos::deep_copy(cell_of_, int64_t{-1});
     const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -135,6 +180,7 @@ class AggregateKokkos final : public Variant {
   }
 
   void run() override {
+    if (vectorized_) return vectorized_aggregate();  // writes every cell
     if (owned_cells_) return owned_cells_aggregate();  // writes every cell
     out_ = Floats("aggregated_energy", lattice_.cells());  // zeros: empty cells stay 0
     if (segment_softmax_) segment_softmax_aggregate();
@@ -290,6 +336,50 @@ class AggregateKokkos final : public Variant {
         });
   }
 
+  // vectorized_flows: one copy of the cells per thread (a slice of the flows each, and a block of
+  // the cells each for the merges); the keys and omegas of whole blocks of 16 flows.
+  void setup_vectorized(int64_t n) {
+    const int64_t copies = ExecSpace::concurrency();  // a slice with no blocks only resets its copy
+    if (lattice_.cells() >= std::numeric_limits<int32_t>::max())
+      throw std::invalid_argument("vectorized_flows keys cells in int32: " + std::to_string(lattice_.cells()) + " cells");
+    layout_ = body::simd::make_layout(lattice_.width, lattice_.height, lattice_.batch, n, copies);
+    blocks_ = body::cell_blocks(lattice_.cells(), copies);
+    keys_ = uninitialized<DeviceView<int32_t*>>("flow.key", layout_.blocks() * body::simd::kLanes);
+    omegas_ = uninitialized<Floats>("flow.omega", layout_.blocks() * body::simd::kLanes);
+    largest_ = uninitialized<Floats>("copies.max", copies * layout_.copy_stride);
+    total_ = uninitialized<Floats>("copies.sums", copies * 2 * layout_.copy_stride);
+  }
+
+  // Every scratch value a pass reads is written earlier in the same run: NaN keys' omegas and
+  // copies would show in the output if one were not (keys of -1 would be read out of bounds,
+  // which the sanitizer build reports).
+  void poison_vectorized() {
+    Kokkos::deep_copy(keys_, int32_t{-1});
+    fill_nan(omegas_);
+    fill_nan(largest_);
+    fill_nan(total_);
+  }
+
+  void vectorized_aggregate() {
+#ifdef PB_KOKKOS_KERNELS_ON_HOST
+    const body::FlowPointers p = pointers();
+    const simd::Layout layout = layout_;
+    const body::CellBlocks blocks = blocks_;
+    int32_t* keys = keys_.data();
+    float *omegas = omegas_.data(), *largest = largest_.data(), *sums = total_.data(), *out = out_.data();
+    const RangePolicy threads(0, layout.copies);
+    Kokkos::parallel_for("energy_flow/keys_and_maxima", threads, [=](int64_t slice) {
+      keys_and_maxima_cloned(p, layout, slice, keys, omegas, largest);
+    });
+    Kokkos::parallel_for("energy_flow/merge_maxima", threads,
+                         [=](int64_t owner) { merge_maxima_cloned(layout, blocks, owner, largest, sums); });
+    Kokkos::parallel_for("energy_flow/sums", threads,
+                         [=](int64_t slice) { sums_cloned(p, layout, slice, keys, omegas, largest, sums); });
+    Kokkos::parallel_for("energy_flow/outputs", threads,
+                         [=](int64_t owner) { outputs_cloned(layout, blocks, owner, sums, out); });
+#endif
+  }
+
   /// counts(t, o): slice t's completed flows of owner o; each row padded past a cache line.
   using SliceCounts = DeviceView<int64_t**>;
   static constexpr int64_t kCacheLineCounters = 64 / sizeof(int64_t);
@@ -302,7 +392,7 @@ class AggregateKokkos final : public Variant {
     return before;
   }
 
-  bool legacy_, masks_, segment_softmax_, owned_cells_;
+  bool legacy_, masks_, segment_softmax_, owned_cells_, vectorized_;
   body::WeightPrecision weights_;  // bf16_weights: Bf16
   ref::Lattice lattice_;
   ref::Flows<float> host_;  // the flow objects' host attributes (flags, batch) for the loop version
@@ -312,7 +402,10 @@ class AggregateKokkos final : public Variant {
   Indices cell_of_;
   SliceCounts slice_counts_, cursors_;
   DeviceView<body::OwnedFlow*> owned_flows_;
-  Floats largest_, total_, weighted_;
+  Floats largest_, total_, weighted_;  // vectorized_flows: the copies' maxima and sums (largest_, total_)
+  body::simd::Layout layout_;
+  DeviceView<int32_t*> keys_;
+  Floats omegas_;
   Floats x_, y_, z_, energy_, out_;
   Flags active_, projected_;
   Kokkos::View<float[2], Kokkos::HostSpace> position_host_;
@@ -320,7 +413,7 @@ class AggregateKokkos final : public Variant {
 
 const VariantRegistration registration{
     ef::kWorkload, "kokkos", {ef::kBaseline, ef::kMaskCollection, ef::kSegmentSoftmax, ef::kLegacyXyGrouping, ef::kBf16Weights,
-                       ef::kOwnedCells},
+                       ef::kOwnedCells, ef::kVectorizedFlows},
     [](const VariantContext& context) { return std::make_unique<AggregateKokkos>(context); }};
 
 }  // namespace

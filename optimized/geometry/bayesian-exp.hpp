@@ -30,6 +30,16 @@ namespace pb::optimized::geometry {
 /// int32_t), or on a GCC vector of floats (Int the vector of int32_t of the same size:
 /// christoffel_simd-bodies.hpp), where every operation and select applies lane by lane: the same
 /// floats either way.
+// Always inlined: a vector Float's callers are ISA clones (AVX-512, AVX2) whose vectors an
+// out-of-line copy, compiled for the baseline ISA, would receive in other registers. GCC inlined
+// these by its own choice into christoffel's and dynamics_step's clones, but not into aggregate's
+// vectorized_flows, whose AVX-512 clone crashed in the call (verify caught it).
+#if defined(__GNUC__)
+#define PB_EXP_ALWAYS_INLINE __attribute__((always_inline)) inline
+#else
+#define PB_EXP_ALWAYS_INLINE inline
+#endif
+
 template <typename Float, typename Int>
 struct ExpParts {
   Float mantissa;
@@ -37,7 +47,7 @@ struct ExpParts {
 };
 
 template <typename Float, typename Int>
-PB_HOST_DEVICE inline ExpParts<Float, Int> exp_parts(Float x) {
+PB_HOST_DEVICE PB_EXP_ALWAYS_INLINE ExpParts<Float, Int> exp_parts(Float x) {
   // Adding 1.5 * 2^23 rounds x log2 e to the nearest integer in the low bits of the sum.
   const float shifter = 12582912.0f;
   const Float shifted = x * 1.44269504088896341f + shifter;
@@ -59,7 +69,7 @@ PB_HOST_DEVICE inline ExpParts<Float, Int> exp_parts(Float x) {
 
 /// e^x on the whole domain above.
 template <typename Float, typename Int>
-PB_HOST_DEVICE inline Float exp_nonpositive_of(Float x) {
+PB_HOST_DEVICE PB_EXP_ALWAYS_INLINE Float exp_nonpositive_of(Float x) {
   const ExpParts<Float, Int> parts = exp_parts<Float, Int>(x);
   // An integer clamp (a float one is a branch GCC does not vectorize under strict IEEE):
   // 2^-127 2^-127 is two zero factors, so e^x is exactly 0 from x = -176 down.
@@ -75,7 +85,7 @@ PB_HOST_DEVICE inline Float exp_nonpositive_of(Float x) {
 /// e^x for -87 <= x <= 0, where e^x is a normal float: one factor 2^n, no clamp (the same floats
 /// as exp_nonpositive_of there; the test checks every float of the range).
 template <typename Float, typename Int>
-PB_HOST_DEVICE inline Float exp_normal_of(Float x) {
+PB_HOST_DEVICE PB_EXP_ALWAYS_INLINE Float exp_normal_of(Float x) {
   const ExpParts<Float, Int> parts = exp_parts<Float, Int>(x);
   const Int scale_bits = (parts.exponent + 127) << 23;
   Float scale;

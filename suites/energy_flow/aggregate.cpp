@@ -189,6 +189,10 @@ class Aggregate final : public Workload {
          "the completed flows are partitioned by owner in flow order, and each owner computes its "
          "block (max, exp(omega - max), the sums, one division per cell); no atomics, sort or allocation",
          true, PhaseInfo::kNoClaim, PhaseInfo::kNoClaim, {}, {kBf16Weights}},
+        {7, kVectorizedFlows,
+         "beyond the seed, exact, host cores: no partition; each thread forms the keys and omegas of "
+         "its slice of the flows 16 at a time (SIMD lanes) and keeps each cell's max, then its sums "
+         "(a vector exp), in its own copy of the cells; each owner merges its block of the copies"},
     };
   }
 
@@ -214,6 +218,40 @@ class Aggregate final : public Workload {
     const double flows = static_cast<double>(l.flows);
     const double completed = flows - std::max<double>(3, l.flows / kNotCompletedEvery);
     return {2 * flows + 35 * completed, 34 * flows + 4.0 * l.cells()};
+  }
+
+  // The grouping's least work (issue 28): however a variant groups the flows, each completed flow
+  // must reach its own output cell, an address no prefetcher predicts (the flows come shuffled), and
+  // every output cell is written; the bytes (1.75 MB) and flops price that at microseconds. The
+  // chain is that work alone, keys and values formed outside the timing: the cells zeroed, then one
+  // read-modify-write per completed flow (cell += omega), in flow order on one thread. A row may
+  // split it over its threads (each its own copy of the cells, or its own cells), so the floor is
+  // one thread's time over the run's threads. Not declared at the large size, where the probe's
+  // thousand calls of 875,000 updates would take seconds of every run.
+  std::optional<LatencyChain> latency_chain(SizeClass size) const override {
+    if (size == SizeClass::Large) return std::nullopt;
+    LatencyChain chain;
+    chain.what = "one read-modify-write of its output cell per completed flow (the cells zeroed first), flows in "
+                 "their shuffled order, no exp or max: the scatter no grouping avoids";
+    chain.bound = "scatter";
+    chain.splits_over_threads = true;
+    chain.prepare = [](const ArrayMap& inputs) -> std::function<double()> {
+      const ref::Lattice l = lattice_of(inputs);
+      const ref::Flows<float> flows = load_flows<float>(inputs);
+      std::vector<int32_t> keys;
+      std::vector<float> values;
+      for (int64_t f = 0; f < flows.count(); ++f)
+        if (ref::is_completed(flows.active[f], flows.projected[f])) {
+          keys.push_back(static_cast<int32_t>(ref::output_cell(flows, f, l)));
+          values.push_back(ref::flow_weight(flows.energy[f], flows.z[f], static_cast<float>(flows.steps[f])));
+        }
+      return [keys = std::move(keys), values = std::move(values), cells = std::vector<float>(l.cells())]() mutable {
+        std::fill(cells.begin(), cells.end(), 0.0f);
+        for (size_t k = 0; k < keys.size(); ++k) cells[keys[k]] += values[k];
+        return static_cast<double>(cells[keys.front()] + cells[keys.back()]);
+      };
+    };
+    return chain;
   }
 
   // fp64 check: the inputs (8 values per flow), the fp64 flows and their groups (~10 per flow),

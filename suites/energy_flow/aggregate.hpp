@@ -35,6 +35,8 @@ inline constexpr const char* kNoCompaction = "no_compaction";        // beyond t
 inline constexpr const char* kBf16Weights = "bf16_weights";
 // Beyond the seed (Kokkos): each thread owns a block of cells; the flows partitioned by owner.
 inline constexpr const char* kOwnedCells = "owned_cells";
+// Beyond the seed (Kokkos, host cores): 16 flows per SIMD step, each thread its own copy of the cells.
+inline constexpr const char* kVectorizedFlows = "vectorized_flows";
 // Not an optimization: the original's bug, declared as such (PhaseInfo::known_bug), must be CAUGHT.
 inline constexpr const char* kLegacyXyGrouping = "legacy_xy_grouping";
 

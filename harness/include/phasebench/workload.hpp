@@ -109,6 +109,13 @@ struct LatencyChain {
   // returns the chain itself: one call runs it once and returns a value of its result (kept by
   // the harness, so that the work cannot be optimized away).
   std::function<std::function<double()>(const ArrayMap& inputs)> prepare;
+  // The name results.csv gives the bound where the floor binds ("latency": steps that wait for
+  // each other; "scatter": read-modify-writes of unpredictable addresses).
+  std::string bound = "latency";
+  // True for work that a row may split over its threads without any of it waiting for another's
+  // (one read-modify-write per item, say): the floor is then the chain's time on one thread
+  // divided by the run's threads, which no row can beat by more than a cache's worth of luck.
+  bool splits_over_threads = false;
 };
 
 class Workload {
