@@ -524,8 +524,9 @@ std::string nearest_to_the_bound_table(const Run& run) {
   }
   return paragraph("Run " + escape(run.letter) + ": each workload's checked variant nearest to its bound, farthest "
                    "first (highlighted: below 50%). bound: the ceiling its roofline % is against: compute (the fp32 "
-                   "peak), memory, the cache level its data are streamed from, or latency (the workload's latency chain, "
-                   "timed on the host: machine.json's roofline.latency_floors).") +
+                   "peak), memory, the cache level its data are streamed from, or the workload's own floor, timed on "
+                   "the host (machine.json's roofline.latency_floors): latency (a chain of dependent steps) or scatter "
+                   "(one read-modify-write of an unpredictable address per item, over the run's threads).") +
          table.html();
 }
 
