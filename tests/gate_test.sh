@@ -15,6 +15,11 @@ mkdir -p "$scratch"
 export PHASEBENCH_SKIP_INSTALL=1 PHASEBENCH_SKIP_BUILD=1 PHASEBENCH_BUILD_DIR=$build
 export PHASEBENCH_GATE_RUN_ARGS="--quick --size small --filter trainer2/lior_step"
 export PHASEBENCH_BASELINES_DIR=$scratch/baselines
+# The outcome must not depend on timings: rows that other work disturbed are left out of the test,
+# so the Holm correction may be over a single row, where 3 samples a side reach p = 0.05 (a CI run
+# flagged the serial reference at +11.8% so). A 1000% threshold keeps any timing change below a
+# regression here; compare's own tests (tests/compare_test.cpp) check what it flags.
+export PHASEBENCH_GATE_COMPARE_ARGS="--fastest 25 --threshold 1000 --metric cpu"
 
 PHASEBENCH_GATE_OUT=$scratch/record bash "$repo/ci/gate.sh" --record
 fingerprint=$("$build/phasebench" baseline fingerprint)
