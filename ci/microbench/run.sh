@@ -16,6 +16,7 @@ fi
 out=${1:-build/microbench}
 mkdir -p "$out"
 g++ -O3 -march=native -fopenmp -o "$out/working_set_bandwidth" "$here/working_set_bandwidth.cpp"
+g++ -O3 -march=native -o "$out/stencil_neighbours" "$here/stencil_neighbours.cpp"
 if pkg-config --exists fftw3f; then
   g++ -O3 -march=native -fopenmp -o "$out/fftw_chunks" "$here/fftw_chunks.cpp" $(pkg-config --cflags --libs fftw3f)
 else
@@ -26,6 +27,9 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
 # hamiltonian (read F and V, write H: 3 + 2 floats per complex value), bayesian (read F, E; write
 # post, Lambda: 4 + 4), retrieval (cand_state read once: 1 + 0), each past its working set
 "$out/working_set_bandwidth" 3 2 4 10 15 20 25 32 40 84
+# hamiltonian: its step with the x-neighbour runs at 2 KB (the next site) to 128 KB (a row, the
+# default size), one thread, a working set that stays in the L2
+"$out/stencil_neighbours" 256 2 8 32 64 128
 "$out/working_set_bandwidth" 4 4 8 16 24 34 48 134
 "$out/working_set_bandwidth" 1 0 2 8 16 24 36 48 153
 # lior_optimizer_step (read p and g, write out) at its default size, ordinary and non-temporal stores

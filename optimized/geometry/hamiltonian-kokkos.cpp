@@ -10,15 +10,19 @@
 // kernels, as three ATen ops are. With compiled, one kernel computes H directly, one thread per
 // site (the fused form torch.compile aims at). With vectorized_stencil (beyond the seed), the same
 // one pass with each site's channels as one contiguous run beside its neighbours' runs, which the
-// compiler vectorizes (hamiltonian_site below). Every View is allocated in setup(): run() allocates
-// nothing.
+// compiler vectorizes. With streamed_stores (beyond the seed), the same values 16 floats at a time
+// and H written by non-temporal stores, one work item per thread. The two single-pass bodies are in
+// hamiltonian-bodies.hpp. Every View is allocated in setup(): run() allocates nothing.
 
 #include "reference/geometry/hamiltonian.hpp"
 
+#include <algorithm>
+#include <optional>
 #include <string>
 
 #include "backends/kokkos/host_vectorization.hpp"
 #include "backends/kokkos/kokkos_backend.hpp"
+#include "optimized/geometry/hamiltonian-bodies.hpp"
 #include "suites/geometry/field.hpp"
 
 namespace pb::kokkos_backend {
@@ -26,6 +30,7 @@ namespace {
 
 namespace geo = pb::suites::geometry;
 namespace ref = pb::reference::geometry;
+namespace stencil = pb::optimized::geometry::hamiltonian_stencil;
 using Vec = DeviceView<float*>;
 
 const std::string kChannelLabel = "hamiltonian/channel_stencil";
@@ -35,48 +40,38 @@ const std::string kPotentialLabel = "hamiltonian/potential";
 const std::string kSumLabel = "hamiltonian/sum";
 const std::string kFusedLabel = "hamiltonian/fused";
 const std::string kVectorizedLabel = "hamiltonian/vectorized";
+const std::string kStreamedLabel = "hamiltonian/streamed";
 
-/// Where one site's channel run and its four neighbours' runs start in the real view.
-struct SiteRuns {
-  int64_t centre, x_next, x_prev, y_next, y_prev;
-};
-
-KOKKOS_INLINE_FUNCTION SiteRuns site_runs(int64_t site, int64_t nx, int64_t ny, int64_t channels) {
-  const int64_t x = site / ny, y = site % ny;
-  const auto at = [&](int64_t i, int64_t j) { return (i * ny + j) * channels; };
-  return {at(x, y), at(ref::wrap(x, 1, nx), y), at(ref::wrap(x, -1, nx), y), at(x, ref::wrap(y, 1, ny)),
-          at(x, ref::wrap(y, -1, ny))};
-}
-
-/// H over one site's run of complex values: the reference's expression (the same sums in the same
-/// order as periodic_laplacian, then hamiltonian_value), with the potential read once per complex
-/// value instead of divided out of every real index.
-KOKKOS_INLINE_FUNCTION void hamiltonian_site(const float* f, const float* v, float* h, const SiteRuns& runs,
-                                             int64_t complex_channels) {
-  const float *centre = f + runs.centre, *x_next = f + runs.x_next, *x_prev = f + runs.x_prev;
-  const float *y_next = f + runs.y_next, *y_prev = f + runs.y_prev, *potential = v + runs.centre / 2;
-  float* out = h + runs.centre;
-  const auto value = [&](int64_t k, float potential_k) {
-    const float laplacian = ref::five_point_laplacian(x_next[k], x_prev[k], y_next[k], y_prev[k], centre[k]);
-    return ref::hamiltonian_value(laplacian, potential_k, centre[k]);
-  };
-  PB_KOKKOS_IVDEP  // H is a View of its own: no output run overlaps an input run
-  for (int64_t j = 0; j < complex_channels; ++j) {  // real part, then imaginary part
-    out[2 * j] = value(2 * j, potential[j]);
-    out[2 * j + 1] = value(2 * j + 1, potential[j]);
-  }
-}
-
-// The site loop also compiled for AVX2 and AVX-512 where the host allows it (host_vectorization.hpp):
-// 1.2-1.7x faster than the baseline SSE2 loop at the default size, in A/B runs on an AVX-512 guest.
+// The site loops also compiled for AVX2 and AVX-512 where the host allows it (host_vectorization.hpp):
+// vectorized_stencil's 1.2-1.7x faster than the baseline SSE2 loop at the default size, in A/B runs
+// on an AVX-512 guest. streamed_stores' clones take a work item's whole range of sites, so that
+// the fence after its last streamed store is in the clone too.
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
 __attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void hamiltonian_site_cloned(
-    const float* f, const float* v, float* h, const SiteRuns& runs, int64_t complex_channels) {
-  hamiltonian_site(f, v, h, runs, complex_channels);
+    const float* f, const float* v, float* h, const stencil::SiteRuns& runs, int64_t channels) {
+  stencil::hamiltonian_site(f, v, h, runs, channels);
 }
 #define PB_HAMILTONIAN_SITE hamiltonian_site_cloned
 #else
-#define PB_HAMILTONIAN_SITE hamiltonian_site
+#define PB_HAMILTONIAN_SITE stencil::hamiltonian_site
+#endif
+
+#if defined(PB_KOKKOS_KERNELS_ON_HOST) && defined(PB_HAMILTONIAN_STREAMING_STORES)
+#define PB_HAMILTONIAN_STREAMED 1
+#ifdef PB_KOKKOS_HOST_ISA_CLONES
+// The 16-float blocks never cross a call between clones (the bodies are inlined into each clone),
+// so GCC's warning about a 64-byte vector's ABI without AVX-512 (reported at the end of the file,
+// for the baseline clone) does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void streamed_sites_cloned(
+    const float* f, const float* v, float* h, int64_t first, int64_t last, int64_t nx, int64_t ny,
+    int64_t channels) {
+  stencil::streamed_sites(f, v, h, first, last, nx, ny, channels);
+}
+#define PB_HAMILTONIAN_STREAMED_SITES streamed_sites_cloned
+#else
+#define PB_HAMILTONIAN_STREAMED_SITES stencil::streamed_sites
+#endif
 #endif
 
 class HamiltonianKokkos final : public Variant {
@@ -84,7 +79,19 @@ class HamiltonianKokkos final : public Variant {
   explicit HamiltonianKokkos(const VariantContext& context)
       : depthwise_(context.has(geo::kDepthwiseStencil)),
         compiled_(context.has(geo::kCompiled)),
-        vectorized_(context.has(geo::kVectorizedStencil)) {}
+        vectorized_(context.has(geo::kVectorizedStencil)),
+        streamed_(context.has(geo::kStreamedStores)) {}
+
+  std::optional<CannotRun> support() const override {
+    if (!streamed_) return std::nullopt;
+#ifdef PB_HAMILTONIAN_STREAMED
+    return std::nullopt;
+#else
+    if (auto host_only = host_cores_only(geo::kStreamedStores)) return host_only;
+    return CannotRun{CannotRun::Kind::Unsupported,
+                     std::string(geo::kStreamedStores) + " needs x86's non-temporal stores (SSE)"};
+#endif
+  }
 
   void setup(const ArrayMap& inputs) override {
     const HostArray& f = require(inputs, geo::kField);
@@ -113,6 +120,7 @@ class HamiltonianKokkos final : public Variant {
   }
 
   void run() override {
+    if (streamed_) return streamed();
     if (vectorized_) return vectorized();
     if (compiled_) return fused();
     if (depthwise_) {
@@ -176,18 +184,33 @@ class HamiltonianKokkos final : public Variant {
     const Vec f = f_, v = v_, h = h_;
     const int64_t nx = shape_.nx, ny = shape_.ny, channels = shape_.channels();
     Kokkos::parallel_for(kVectorizedLabel, RangePolicy(0, shape_.sites()), KOKKOS_LAMBDA(int64_t site) {
-      PB_HAMILTONIAN_SITE(f.data(), v.data(), h.data(), site_runs(site, nx, ny, channels), channels / 2);
+      PB_HAMILTONIAN_SITE(f.data(), v.data(), h.data(), stencil::site_runs(site, nx, ny, channels), channels);
     });
   }
 
-  bool depthwise_, compiled_, vectorized_;
+  /// One work item per thread, each a contiguous range of sites in site order (as the static
+  /// schedule of vectorized() gives them), its H by non-temporal stores and one fence at its end.
+  void streamed() {
+#ifdef PB_HAMILTONIAN_STREAMED
+    const Vec f = f_, v = v_, h = h_;
+    const int64_t nx = shape_.nx, ny = shape_.ny, channels = shape_.channels(), sites = shape_.sites();
+    const int64_t items = std::min<int64_t>(sites, ExecSpace::concurrency());
+    Kokkos::parallel_for(kStreamedLabel, RangePolicy(0, items), KOKKOS_LAMBDA(int64_t item) {
+      const stencil::SiteRange range = stencil::sites_of_item(item, items, sites);
+      PB_HAMILTONIAN_STREAMED_SITES(f.data(), v.data(), h.data(), range.first, range.last, nx, ny, channels);
+    });
+#endif
+  }
+
+  bool depthwise_, compiled_, vectorized_, streamed_;
   ref::FieldShape shape_;
   std::vector<int64_t> dims_;
   Vec f_, v_, h_, lap_, kinetic_, potential_;
 };
 
 const VariantRegistration registration{
-    "geometry/hamiltonian", "kokkos", {geo::kBaseline, geo::kDepthwiseStencil, geo::kCompiled, geo::kVectorizedStencil},
+    "geometry/hamiltonian", "kokkos", {geo::kBaseline, geo::kDepthwiseStencil, geo::kCompiled, geo::kVectorizedStencil,
+                                      geo::kStreamedStores},
     [](const VariantContext& context) { return std::make_unique<HamiltonianKokkos>(context); }};
 
 }  // namespace

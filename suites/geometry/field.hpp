@@ -59,6 +59,8 @@ inline constexpr const char* kHostReadBranch = "host_read_branch";
 inline constexpr const char* kCompiled = "compiled";
 // hamiltonian, beyond the seed: each site's channels as one contiguous vectorized run
 inline constexpr const char* kVectorizedStencil = "vectorized_stencil";
+// hamiltonian, beyond the seed: vectorized_stencil's values with H written by non-temporal stores
+inline constexpr const char* kStreamedStores = "streamed_stores";
 // bayesian, beyond the seed: compiled's two passes as vectorized loops, the weights' exp included
 inline constexpr const char* kVectorizedWeights = "vectorized_weights";
 

@@ -58,6 +58,10 @@ class Hamiltonian final : public Workload {
          "beyond the seed: one pass in which each site's D*D channels are one contiguous run, read "
          "beside the same runs of its four neighbours (found once per site, not per value) and "
          "vectorized; what the streaming bound of the stencil asks for (docs/geometry.md)"},
+        {4, kStreamedStores,
+         "beyond the seed: vectorized_stencil's values 16 floats at a time, H written by non-temporal "
+         "stores (no read of each output line before it is written, and no H left in the caches "
+         "to push out F and V), one contiguous range of sites per thread"},
     };
   }
 

@@ -1,0 +1,168 @@
+#pragma once
+// geometry/hamiltonian's single-pass stencils on raw pointers, one site at a time: the
+// vectorized_stencil body (each site's channels one contiguous run beside its four neighbours'
+// runs, a loop GCC vectorizes) and the streamed_stores body (the same values, 16 floats at a time,
+// H written by non-temporal stores). The Kokkos variant inlines them into its ISA clones
+// (hamiltonian-kokkos.cpp); tests/geometry_hamiltonian_stencil_test.cpp runs them on the host.
+// Math: reference/geometry/hamiltonian.hpp, whose expression both use in its order, so that every
+// float they write is the reference<float>'s.
+//
+// Why non-temporal stores (docs/geometry.md, "The limit of hamiltonian"): an ordinary store first
+// reads its line (write-allocate), 28 bytes moved per complex value where 20 are compulsory, and
+// the H lines it leaves in the caches push out F and V, which the next iteration reads again.
+
+#include <cstdint>
+#include <cstring>
+
+#if defined(__SSE__)
+#include <xmmintrin.h>  // _mm_stream_ps: a non-temporal store in every x86-64 ISA clone
+#define PB_HAMILTONIAN_STREAMING_STORES 1
+#endif
+
+#include "phasebench/host_device.hpp"
+#include "reference/geometry/hamiltonian.hpp"
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"  // vectors by value, always inlined into one ISA clone
+#endif
+
+namespace pb::optimized::geometry::hamiltonian_stencil {
+
+namespace ref = pb::reference::geometry;
+
+/// Where one site's channel run and its four neighbours' runs start in the real view.
+struct SiteRuns {
+  int64_t centre, x_next, x_prev, y_next, y_prev;
+};
+
+PB_HOST_DEVICE inline SiteRuns site_runs(int64_t site, int64_t nx, int64_t ny, int64_t channels) {
+  const int64_t x = site / ny, y = site % ny;
+  const auto at = [&](int64_t i, int64_t j) { return (i * ny + j) * channels; };
+  return {at(x, y), at(ref::wrap(x, 1, nx), y), at(ref::wrap(x, -1, nx), y), at(x, ref::wrap(y, 1, ny)),
+          at(x, ref::wrap(y, -1, ny))};
+}
+
+/// One site's inputs and output, its runs resolved to pointers.
+struct SiteView {
+  const float *centre, *x_next, *x_prev, *y_next, *y_prev;
+  const float* potential;  // one per complex value of the run
+  float* out;
+
+  PB_HOST_DEVICE SiteView(const float* f, const float* v, float* h, const SiteRuns& runs)
+      : centre(f + runs.centre),
+        x_next(f + runs.x_next),
+        x_prev(f + runs.x_prev),
+        y_next(f + runs.y_next),
+        y_prev(f + runs.y_prev),
+        potential(v + runs.centre / 2),
+        out(h + runs.centre) {}
+
+  /// H at real index k of the run, whose complex value's potential is potential_k:
+  /// periodic_laplacian's sum in its order, then hamiltonian_value.
+  PB_HOST_DEVICE float value(int64_t k, float potential_k) const {
+    const float laplacian = ref::five_point_laplacian(x_next[k], x_prev[k], y_next[k], y_prev[k], centre[k]);
+    return ref::hamiltonian_value(laplacian, potential_k, centre[k]);
+  }
+};
+
+/// vectorized_stencil: H over one site's run of `channels` floats, the potential read once per
+/// complex value instead of divided out of every real index.
+PB_HOST_DEVICE inline void hamiltonian_site(const float* f, const float* v, float* h, const SiteRuns& runs,
+                                            int64_t channels) {
+  const SiteView site(f, v, h, runs);
+  const int64_t complex_channels = channels / 2;
+#if defined(__GNUC__) && !defined(__CUDA_ARCH__)
+#pragma GCC ivdep  // H is an array of its own: no output run overlaps an input run
+#endif
+  for (int64_t j = 0; j < complex_channels; ++j) {  // real part, then imaginary part
+    site.out[2 * j] = site.value(2 * j, site.potential[j]);
+    site.out[2 * j + 1] = site.value(2 * j + 1, site.potential[j]);
+  }
+}
+
+// ---- streamed_stores ----------------------------------------------------------------------------
+
+constexpr int64_t kBlockFloats = 16;  // one AVX-512 vector, four SSE non-temporal stores
+
+/// The floats [begin, end) of a site's run that go out by non-temporal stores: whole blocks of 16
+/// starting where the output is 16-byte aligned (what _mm_stream_ps requires: misaligned, it
+/// faults). The values before and after it go by ordinary stores. `begin` is even, so that a block
+/// starts on a complex value and its potentials are 8 consecutive ones; a run whose first
+/// 16-byte boundary lies at an odd float has no streamed part.
+struct StreamedPart {
+  int64_t begin = 0, end = 0;
+};
+
+inline StreamedPart streamed_part(const float* out, int64_t channels) {
+  const auto misalignment = static_cast<int64_t>(reinterpret_cast<uintptr_t>(out) % 16);  // 0, 4, 8 or 12
+  const int64_t head = (16 - misalignment) % 16 / 4;  // floats before the first boundary
+  if (head % 2 != 0) return {};
+  const int64_t blocks = (channels - head) / kBlockFloats;
+  if (blocks <= 0) return {};
+  return {head, head + blocks * kBlockFloats};
+}
+
+using Block = float __attribute__((vector_size(kBlockFloats * sizeof(float))));
+using HalfBlock = float __attribute__((vector_size(kBlockFloats / 2 * sizeof(float))));
+
+inline Block load_block(const float* p) {
+  Block b;
+  std::memcpy(&b, p, sizeof b);
+  return b;
+}
+
+/// H of the 16 floats at k, k even: the reference's operations in its order, lane by lane. Each
+/// complex value's potential goes to its real and imaginary lane (one permute).
+__attribute__((always_inline)) inline Block value_block(const SiteView& site, int64_t k) {
+  const Block centre = load_block(site.centre + k);
+  const Block laplacian = ((load_block(site.x_next + k) + load_block(site.x_prev + k)) + load_block(site.y_next + k)) +
+                          load_block(site.y_prev + k) - 4.0f * centre;
+  HalfBlock potentials;
+  std::memcpy(&potentials, site.potential + k / 2, sizeof potentials);
+  const Block spread = __builtin_shufflevector(potentials, potentials, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+  return float(-ref::kKinetic) * laplacian + spread * centre;
+}
+
+#ifdef PB_HAMILTONIAN_STREAMING_STORES
+/// The block's four quarters by non-temporal stores at out (16-byte aligned).
+__attribute__((always_inline)) inline void stream_block(float* out, const Block& value) {
+  _mm_stream_ps(out, __builtin_shufflevector(value, value, 0, 1, 2, 3));
+  _mm_stream_ps(out + 4, __builtin_shufflevector(value, value, 4, 5, 6, 7));
+  _mm_stream_ps(out + 8, __builtin_shufflevector(value, value, 8, 9, 10, 11));
+  _mm_stream_ps(out + 12, __builtin_shufflevector(value, value, 12, 13, 14, 15));
+}
+
+/// streamed_stores: H over one site's run, its streamed part by non-temporal stores. The caller
+/// fences (_mm_sfence) once after its last site, before anyone reads H.
+__attribute__((always_inline)) inline void streamed_site(const float* f, const float* v, float* h,
+                                                         const SiteRuns& runs, int64_t channels) {
+  const SiteView site(f, v, h, runs);
+  const StreamedPart part = streamed_part(site.out, channels);
+  for (int64_t k = 0; k < part.begin; ++k) site.out[k] = site.value(k, site.potential[k / 2]);
+  for (int64_t k = part.begin; k < part.end; k += kBlockFloats) stream_block(site.out + k, value_block(site, k));
+  for (int64_t k = part.end; k < channels; ++k) site.out[k] = site.value(k, site.potential[k / 2]);
+}
+
+/// The sites [first, last) of one work item, then the fence that makes its streamed H visible.
+__attribute__((always_inline)) inline void streamed_sites(const float* f, const float* v, float* h, int64_t first,
+                                                          int64_t last, int64_t nx, int64_t ny, int64_t channels) {
+  for (int64_t site = first; site < last; ++site) streamed_site(f, v, h, site_runs(site, nx, ny, channels), channels);
+  _mm_sfence();
+}
+#endif
+
+/// The sites of work item `item` of `items`: contiguous, in site order, sizes within one.
+struct SiteRange {
+  int64_t first, last;
+};
+
+inline SiteRange sites_of_item(int64_t item, int64_t items, int64_t sites) {
+  return {sites * item / items, sites * (item + 1) / items};
+}
+
+}  // namespace pb::optimized::geometry::hamiltonian_stencil
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
