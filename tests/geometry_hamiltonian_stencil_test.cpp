@@ -39,35 +39,25 @@ namespace ref = pb::reference::geometry;
 // the test then finds changed), instead of reading or corrupting memory it does not own.
 constexpr float kGuardValue = -12345.0f;
 
-/// n floats between two guards of n floats each.
+/// n floats between two guards of n floats each, the first of them `offset` floats past a 64-byte
+/// boundary.
 class GuardedFloats {
  public:
-  explicit GuardedFloats(int64_t n) : n_(n), storage_(3 * n, kGuardValue) {}
-  float* data() { return storage_.data() + n_; }
-  const float* data() const { return storage_.data() + n_; }
+  explicit GuardedFloats(int64_t n, int64_t offset = 0) : n_(n), storage_(3 * n + 16 + offset, kGuardValue) {
+    const auto after_guard = reinterpret_cast<uintptr_t>(storage_.data() + n);
+    start_ = n + static_cast<int64_t>((64 - after_guard % 64) % 64 / sizeof(float)) + offset;
+  }
+  float* data() { return storage_.data() + start_; }
+  const float* data() const { return storage_.data() + start_; }
   bool guards_intact() const {
     for (int64_t i = 0; i < n_; ++i)
-      if (storage_[i] != kGuardValue || storage_[2 * n_ + i] != kGuardValue) return false;
+      if (storage_[start_ - n_ + i] != kGuardValue || storage_[start_ + n_ + i] != kGuardValue) return false;
     return true;
   }
 
  private:
-  int64_t n_;
+  int64_t n_, start_ = 0;
   std::vector<float> storage_;
-};
-
-/// A 64-byte aligned float buffer with `offset` floats before the first one handed out.
-class AlignedFloats {
- public:
-  AlignedFloats(int64_t count, int64_t offset) : storage_(count + offset + 16) {
-    const auto address = reinterpret_cast<uintptr_t>(storage_.data());
-    start_ = static_cast<int64_t>((64 - address % 64) % 64 / sizeof(float)) + offset;
-  }
-  float* data() { return storage_.data() + start_; }
-
- private:
-  std::vector<float> storage_;
-  int64_t start_ = 0;
 };
 
 /// streamed_part against its definition, found float by float: the first 16-byte boundary of the
@@ -84,7 +74,7 @@ void expect_streamed_part(const float* out, int64_t channels) {
 }
 
 TEST(HamiltonianStreamed, TheStreamedPartIsWholeAlignedBlocksFromAComplexBoundary) {
-  AlignedFloats buffer(1024, 0);
+  GuardedFloats buffer(1024);
   float* aligned = buffer.data();
   EXPECT_EQ(body::streamed_part(aligned, 512).begin, 0);
   EXPECT_EQ(body::streamed_part(aligned, 512).end, 512);
@@ -139,10 +129,8 @@ enum class Body { Vectorized, Streamed };
 /// faults).
 void expect_reference_bits(const Lattice& lattice, Body which, int64_t offset, int64_t items = 1) {
   const int64_t n = lattice.n, sites = lattice.nx * lattice.ny;
-  AlignedFloats buffer(3 * n, offset);
-  float* guarded = buffer.data();
-  std::fill(guarded, guarded + 3 * n, kGuardValue);
-  float* h = guarded + n;
+  GuardedFloats output(n, offset);
+  float* h = output.data();
   std::fill(h, h + n, std::numeric_limits<float>::quiet_NaN());
   for (int64_t item = 0; item < items; ++item) {
     const body::SiteRange range = body::sites_of_item(item, items, sites);
@@ -161,10 +149,7 @@ void expect_reference_bits(const Lattice& lattice, Body which, int64_t offset, i
                                body::site_runs(site, lattice.nx, lattice.ny, lattice.channels), lattice.channels);
     }
   }
-  for (int64_t i = 0; i < n; ++i) {
-    ASSERT_EQ(guarded[i], kGuardValue) << "guard before H, float " << i;
-    ASSERT_EQ(h[n + i], kGuardValue) << "guard after H, float " << i;
-  }
+  ASSERT_TRUE(output.guards_intact()) << "a guard of H changed";
   ASSERT_TRUE(lattice.f.guards_intact() && lattice.v.guards_intact()) << "a guard of F or V changed";
   for (int64_t i = 0; i < n; ++i)
     ASSERT_EQ(std::memcmp(&h[i], &lattice.expected[i], sizeof(float)), 0)
