@@ -18,7 +18,9 @@
 #include <utility>
 #include <vector>
 
+#include "guarded_floats.hpp"
 #include "optimized/geometry/hamiltonian-bodies.hpp"
+#include "optimized/geometry/streamed_stores.hpp"
 #include "process.hpp"
 #include "reference/geometry/hamiltonian.hpp"
 
@@ -33,32 +35,6 @@ namespace {
 
 namespace body = pb::optimized::geometry::hamiltonian_stencil;
 namespace ref = pb::reference::geometry;
-
-// Every array lies between guards as long as itself: a run misplaced by up to a field's length
-// reads guard values (and gives H values far from the reference's) or writes into a guard (which
-// the test then finds changed), instead of reading or corrupting memory it does not own.
-constexpr float kGuardValue = -12345.0f;
-
-/// n floats between two guards of n floats each, the first of them `offset` floats past a 64-byte
-/// boundary.
-class GuardedFloats {
- public:
-  explicit GuardedFloats(int64_t n, int64_t offset = 0) : n_(n), storage_(3 * n + 16 + offset, kGuardValue) {
-    const auto after_guard = reinterpret_cast<uintptr_t>(storage_.data() + n);
-    start_ = n + static_cast<int64_t>((64 - after_guard % 64) % 64 / sizeof(float)) + offset;
-  }
-  float* data() { return storage_.data() + start_; }
-  const float* data() const { return storage_.data() + start_; }
-  bool guards_intact() const {
-    for (int64_t i = 0; i < n_; ++i)
-      if (storage_[start_ - n_ + i] != kGuardValue || storage_[start_ + n_ + i] != kGuardValue) return false;
-    return true;
-  }
-
- private:
-  int64_t n_, start_ = 0;
-  std::vector<float> storage_;
-};
 
 /// streamed_part against its definition, found float by float: the first 16-byte boundary of the
 /// run, if it lies at an even float, and from there every whole block of 16 that fits; else none.
@@ -137,7 +113,7 @@ void expect_reference_bits(const Lattice& lattice, Body which, int64_t offset, i
     if (which == Body::Streamed) {
       for (int64_t site = range.first; site < range.last; ++site)
         ASSERT_NO_FATAL_FAILURE(expect_streamed_part(h + site * lattice.channels, lattice.channels)) << "site " << site;
-#ifdef PB_HAMILTONIAN_STREAMING_STORES
+#ifdef PB_GEOMETRY_STREAMING_STORES
       body::streamed_sites(lattice.f.data(), lattice.v.data(), h, range.first, range.last, lattice.nx, lattice.ny,
                            lattice.channels);
 #else

@@ -49,4 +49,15 @@ inline std::optional<CannotRun> host_cores_only([[maybe_unused]] const std::stri
 #endif
 }
 
+/// support() of a phase that writes by x86's non-temporal stores (_mm_stream_ps) from host cores
+/// (geometry's streamed_stores): host_cores_only, and UNSUPPORTED naming `phase` without SSE.
+inline std::optional<CannotRun> host_streaming_stores_only(const std::string& phase) {
+  if (auto host_only = host_cores_only(phase)) return host_only;
+#if defined(__SSE__)
+  return std::nullopt;
+#else
+  return CannotRun{CannotRun::Kind::Unsupported, phase + " needs x86's non-temporal stores (SSE)"};
+#endif
+}
+
 }  // namespace pb::kokkos_backend

@@ -12,17 +12,21 @@
 // reduction that also stores the weights, one kernel writing the posterior and the update.
 // With vectorized_weights (beyond the seed), the same two passes over runs of values, each a
 // loop the compiler vectorizes: the weights from exp_nonpositive (bayesian-exp.hpp) instead of a
-// libm call per value, Z's terms in kLanes float lanes per block and the blocks' sums in double.
+// libm call per value, Z's terms in kLanes float lanes per block and the blocks' sums in double
+// (the passes' bodies: bayesian-bodies.hpp). With streamed_stores (beyond the seed), pass 2 as one
+// work item per thread, its posterior and update written by non-temporal stores.
 // Z is summed in double (reference/geometry/bayesian.hpp says why). Every View is allocated in
 // setup(): run() allocates nothing.
 
 #include "reference/geometry/bayesian.hpp"
 
+#include <algorithm>
+#include <optional>
 #include <string>
 
 #include "backends/kokkos/host_vectorization.hpp"
 #include "backends/kokkos/kokkos_backend.hpp"
-#include "optimized/geometry/bayesian-exp.hpp"
+#include "optimized/geometry/bayesian-bodies.hpp"
 #include "suites/geometry/field.hpp"
 
 namespace pb::kokkos_backend {
@@ -30,6 +34,7 @@ namespace {
 
 namespace geo = pb::suites::geometry;
 namespace ref = pb::reference::geometry;
+namespace runs = pb::optimized::geometry::bayesian_runs;
 using Vec = DeviceView<float*>;
 using Scalar = DeviceView<double>;  // Z, summed in double (reference/geometry/bayesian.hpp says why)
 
@@ -41,77 +46,7 @@ const std::string kFusedZLabel = "bayesian/fused_Z";
 const std::string kFusedLabel = "bayesian/fused_posterior_update";
 const std::string kRunZLabel = "bayesian/vectorized_Z";
 const std::string kRunLabel = "bayesian/vectorized_posterior_update";
-
-// vectorized_weights splits the field into kRuns runs (one Kokkos index each: enough for every
-// thread of a large machine to get several), each a multiple of kLanes values long but the last;
-// within a run Z's terms go to kLanes float partial sums (one vector register of AVX-512) per block
-// of kBlock values, and the blocks' sums are added in double, as the other phases add every term.
-// At the small size (168 values) that is 11 runs of 16, the last one 8 long, so `verify --size
-// small` checks the bounds.
-constexpr int64_t kRuns = 64;
-constexpr int kLanes = 16;
-constexpr int64_t kBlock = 64 * kLanes;
-
-/// How long each run is: count / kRuns rounded up to whole lanes.
-inline int64_t run_length_of(int64_t count) {
-  const int64_t lanes = (count + kRuns * kLanes - 1) / (kRuns * kLanes);
-  return lanes * kLanes;
-}
-
-/// Where run `run` of runs of `length` ends in a field of `count` complex values.
-KOKKOS_INLINE_FUNCTION int64_t run_end(int64_t run, int64_t length, int64_t count) {
-  return (run + 1) * length < count ? (run + 1) * length : count;
-}
-
-/// The weight of complex value k and its term of Z: (w, w |F|^2).
-KOKKOS_INLINE_FUNCTION float vectorized_weight(const float* f, const float* e, int64_t k) {
-  const float d_re = f[2 * k] - e[2 * k], d_im = f[2 * k + 1] - e[2 * k + 1];
-  return pb::optimized::geometry::exp_nonpositive(-ref::squared_modulus(d_re, d_im) / float(ref::kTau));
-}
-
-/// Stores the weights of values [begin, end) and returns their sum of w |F|^2: per block of
-/// kBlock values in kLanes float lanes (at most kBlock / kLanes = 64 terms each, so a block's float
-/// sum is good to 64 ulp at worst, ~4e-6), the blocks' sums in double.
-KOKKOS_INLINE_FUNCTION double weights_of_run(const float* f, const float* e, float* w, int64_t begin, int64_t end) {
-  double sum = 0;
-  int64_t k = begin;
-  while (k + kLanes <= end) {
-    float lanes[kLanes] = {};
-    for (const int64_t block_end = k + kBlock < end ? k + kBlock : end; k + kLanes <= block_end; k += kLanes)
-      PB_KOKKOS_IVDEP  // w, posterior and update are Views of their own
-      for (int lane = 0; lane < kLanes; ++lane) {
-        w[k + lane] = vectorized_weight(f, e, k + lane);
-        lanes[lane] += w[k + lane] * ref::squared_modulus(f[2 * (k + lane)], f[2 * (k + lane) + 1]);
-      }
-    for (float lane : lanes) sum += double(lane);
-  }
-  for (; k < end; ++k) {
-    w[k] = vectorized_weight(f, e, k);
-    sum += double(w[k] * ref::squared_modulus(f[2 * k], f[2 * k + 1]));
-  }
-  return sum;
-}
-
-/// The posterior and the update of values [begin, end), one branch-free loop per branch.
-KOKKOS_INLINE_FUNCTION void posterior_update_of_run(const float* f, const float* w, float z, float* posterior,
-                                                    float* update, int64_t begin, int64_t end) {
-  if (ref::normalizable(z)) {
-    PB_KOKKOS_IVDEP  // w, posterior and update are Views of their own
-    for (int64_t k = begin; k < end; ++k) {  // real part, then imaginary part
-      const float real = ref::posterior_component(w[k], f[2 * k], z, true);
-      const float imaginary = ref::posterior_component(w[k], f[2 * k + 1], z, true);
-      posterior[2 * k] = real;
-      posterior[2 * k + 1] = imaginary;
-      update[2 * k] = ref::update_component(real, f[2 * k]);
-      update[2 * k + 1] = ref::update_component(imaginary, f[2 * k + 1]);
-    }
-  } else {
-    for (int64_t i = 2 * begin; i < 2 * end; ++i) {
-      posterior[i] = f[i];
-      update[i] = ref::update_component(f[i], f[i]);
-    }
-  }
-}
+const std::string kStreamedLabel = "bayesian/streamed_posterior_update";
 
 // Both run loops also compiled for AVX2 and AVX-512 where the host allows it
 // (host_vectorization.hpp). GCC contracts a * b + c into an FMA by default (-ffp-contract=fast,
@@ -121,17 +56,35 @@ KOKKOS_INLINE_FUNCTION void posterior_update_of_run(const float* f, const float*
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
 #define PB_BAYESIAN_CLONED __attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS)))
 PB_BAYESIAN_CLONED double weights_of_run_cloned(const float* f, const float* e, float* w, int64_t begin, int64_t end) {
-  return weights_of_run(f, e, w, begin, end);
+  return runs::weights_of_run(f, e, w, begin, end);
 }
 PB_BAYESIAN_CLONED void posterior_update_of_run_cloned(const float* f, const float* w, float z, float* posterior,
                                                        float* update, int64_t begin, int64_t end) {
-  posterior_update_of_run(f, w, z, posterior, update, begin, end);
+  runs::posterior_update_of_run(f, w, z, posterior, update, begin, end);
 }
 #define PB_BAYESIAN_WEIGHTS_OF_RUN weights_of_run_cloned
 #define PB_BAYESIAN_POSTERIOR_UPDATE_OF_RUN posterior_update_of_run_cloned
 #else
-#define PB_BAYESIAN_WEIGHTS_OF_RUN weights_of_run
-#define PB_BAYESIAN_POSTERIOR_UPDATE_OF_RUN posterior_update_of_run
+#define PB_BAYESIAN_WEIGHTS_OF_RUN runs::weights_of_run
+#define PB_BAYESIAN_POSTERIOR_UPDATE_OF_RUN runs::posterior_update_of_run
+#endif
+
+// streamed_stores' pass 2: a work item's whole range per call, so that the fence after its last
+// non-temporal store is in the clone too.
+#if defined(PB_KOKKOS_KERNELS_ON_HOST) && defined(PB_GEOMETRY_STREAMING_STORES)
+#define PB_BAYESIAN_STREAMED 1
+#ifdef PB_KOKKOS_HOST_ISA_CLONES
+// Its 16-float blocks never cross a call between clones (the body is inlined into each), so GCC's
+// warning about a 64-byte vector's ABI without AVX-512 (for the baseline clone) does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+PB_BAYESIAN_CLONED void streamed_posterior_update_cloned(const float* f, const float* w, float z, float* posterior,
+                                                         float* update, int64_t begin, int64_t end) {
+  runs::streamed_posterior_update(f, w, z, posterior, update, begin, end);
+}
+#define PB_BAYESIAN_STREAMED_POSTERIOR_UPDATE streamed_posterior_update_cloned
+#else
+#define PB_BAYESIAN_STREAMED_POSTERIOR_UPDATE runs::streamed_posterior_update
+#endif
 #endif
 
 class BayesianKokkos final : public Variant {
@@ -139,7 +92,13 @@ class BayesianKokkos final : public Variant {
   explicit BayesianKokkos(const VariantContext& context)
       : host_read_branch_(context.has(geo::kHostReadBranch)),
         compiled_(context.has(geo::kCompiled)),
-        vectorized_(context.has(geo::kVectorizedWeights)) {}
+        vectorized_(context.has(geo::kVectorizedWeights)),
+        streamed_(context.has(geo::kStreamedStores)) {}
+
+  std::optional<CannotRun> support() const override {
+    if (!streamed_) return std::nullopt;
+    return host_streaming_stores_only(geo::kStreamedStores);
+  }
 
   void setup(const ArrayMap& inputs) override {
     field_ = require(inputs, geo::kField);
@@ -161,6 +120,7 @@ class BayesianKokkos final : public Variant {
   }
 
   void run() override {
+    if (streamed_) return streamed();
     if (vectorized_) return vectorized();
     if (compiled_) return fused();
     weights();
@@ -246,19 +206,45 @@ class BayesianKokkos final : public Variant {
 
   /// vectorized_weights: the two passes of compiled, one run of the field per index.
   void vectorized() {
-    const Vec f = f_, e = e_, w = w_, posterior = posterior_, update = update_;
+    weights_and_z();
+    const Vec f = f_, w = w_, posterior = posterior_, update = update_;
     const Scalar z = z_;
-    const int64_t count = count_, length = run_length_of(count_), runs = (count_ + length - 1) / length;
-    Kokkos::parallel_reduce(kRunZLabel, RangePolicy(0, runs), KOKKOS_LAMBDA(int64_t run, double& sum) {
-      sum += PB_BAYESIAN_WEIGHTS_OF_RUN(f.data(), e.data(), w.data(), run * length, run_end(run, length, count));
-    }, z);
-    Kokkos::parallel_for(kRunLabel, RangePolicy(0, runs), KOKKOS_LAMBDA(int64_t run) {
+    const int64_t count = count_, length = runs::run_length_of(count_), run_count = (count_ + length - 1) / length;
+    Kokkos::parallel_for(kRunLabel, RangePolicy(0, run_count), KOKKOS_LAMBDA(int64_t run) {
       PB_BAYESIAN_POSTERIOR_UPDATE_OF_RUN(f.data(), w.data(), float(z()), posterior.data(), update.data(),
-                                          run * length, run_end(run, length, count));
+                                          run * length, runs::run_end(run, length, count));
     });
   }
 
-  bool host_read_branch_, compiled_, vectorized_;
+  /// Pass 1 of vectorized_weights and streamed_stores: the weights stored and Z reduced, one run
+  /// of the field per index.
+  void weights_and_z() {
+    const Vec f = f_, e = e_, w = w_;
+    const int64_t count = count_, length = runs::run_length_of(count_), run_count = (count_ + length - 1) / length;
+    Kokkos::parallel_reduce(kRunZLabel, RangePolicy(0, run_count), KOKKOS_LAMBDA(int64_t run, double& sum) {
+      sum += PB_BAYESIAN_WEIGHTS_OF_RUN(f.data(), e.data(), w.data(), run * length, runs::run_end(run, length, count));
+    }, z_);
+  }
+
+  /// streamed_stores: vectorized_weights' pass 1, then pass 2 as one work item per thread, each a
+  /// contiguous range of whole lines of the outputs, written by non-temporal stores and fenced.
+  void streamed() {
+#ifdef PB_BAYESIAN_STREAMED
+    weights_and_z();
+    const Vec f = f_, w = w_, posterior = posterior_, update = update_;
+    const Scalar z = z_;
+    const int64_t count = count_;
+    const int64_t items = std::min<int64_t>((count + runs::kValuesPerBlock - 1) / runs::kValuesPerBlock,
+                                            ExecSpace::concurrency());
+    Kokkos::parallel_for(kStreamedLabel, RangePolicy(0, items), KOKKOS_LAMBDA(int64_t item) {
+      const auto range = runs::values_of_item(item, items, count);
+      PB_BAYESIAN_STREAMED_POSTERIOR_UPDATE(f.data(), w.data(), float(z()), posterior.data(), update.data(),
+                                            range.first, range.last);
+    });
+#endif
+  }
+
+  bool host_read_branch_, compiled_, vectorized_, streamed_;
   HostArray field_;
   int64_t count_ = 0;  // complex values
   Vec f_, e_, w_, posterior_, update_;
@@ -266,7 +252,8 @@ class BayesianKokkos final : public Variant {
 };
 
 const VariantRegistration registration{
-    "geometry/bayesian", "kokkos", {geo::kBaseline, geo::kCompiled, geo::kHostReadBranch, geo::kVectorizedWeights},
+    "geometry/bayesian", "kokkos", {geo::kBaseline, geo::kCompiled, geo::kHostReadBranch, geo::kVectorizedWeights,
+                                    geo::kStreamedStores},
     [](const VariantContext& context) { return std::make_unique<BayesianKokkos>(context); }};
 
 }  // namespace

@@ -9,16 +9,12 @@
 //
 // Why non-temporal stores (docs/geometry.md, "The limit of hamiltonian"): an ordinary store first
 // reads its line (write-allocate), 28 bytes moved per complex value where 20 are compulsory, and
-// the H lines it leaves in the caches push out F and V, which the next iteration reads again.
+// the H lines it leaves in the caches push out F and V, which the next iteration reads again. The
+// stores themselves, and which floats of a run they may write: streamed_stores.hpp.
 
 #include <cstdint>
-#include <cstring>
 
-#if defined(__SSE__)
-#include <xmmintrin.h>  // _mm_stream_ps: a non-temporal store in every x86-64 ISA clone
-#define PB_HAMILTONIAN_STREAMING_STORES 1
-#endif
-
+#include "optimized/geometry/streamed_stores.hpp"
 #include "phasebench/host_device.hpp"
 #include "reference/geometry/hamiltonian.hpp"
 
@@ -83,34 +79,11 @@ PB_HOST_DEVICE inline void hamiltonian_site(const float* f, const float* v, floa
 
 // ---- streamed_stores ----------------------------------------------------------------------------
 
-constexpr int64_t kBlockFloats = 16;  // one AVX-512 vector, four SSE non-temporal stores
-
-/// The floats [begin, end) of a site's run that go out by non-temporal stores: whole blocks of 16
-/// starting where the output is 16-byte aligned (what _mm_stream_ps requires: misaligned, it
-/// faults). The values before and after it go by ordinary stores. `begin` is even, so that a block
-/// starts on a complex value and its potentials are 8 consecutive ones; a run whose first
-/// 16-byte boundary lies at an odd float has no streamed part.
-struct StreamedPart {
-  int64_t begin = 0, end = 0;
-};
-
-inline StreamedPart streamed_part(const float* out, int64_t channels) {
-  const auto misalignment = static_cast<int64_t>(reinterpret_cast<uintptr_t>(out) % 16);  // 0, 4, 8 or 12
-  const int64_t head = (16 - misalignment) % 16 / 4;  // floats before the first boundary
-  if (head % 2 != 0) return {};
-  const int64_t blocks = (channels - head) / kBlockFloats;
-  if (blocks <= 0) return {};
-  return {head, head + blocks * kBlockFloats};
-}
-
-using Block = float __attribute__((vector_size(kBlockFloats * sizeof(float))));
-using HalfBlock = float __attribute__((vector_size(kBlockFloats / 2 * sizeof(float))));
-
-inline Block load_block(const float* p) {
-  Block b;
-  std::memcpy(&b, p, sizeof b);
-  return b;
-}
+using streaming::Block;
+using streaming::kBlockFloats;
+using streaming::load_block;
+using streaming::StreamedPart;
+using streaming::streamed_part;
 
 /// H of the 16 floats at k, k even: the reference's operations in its order, lane by lane. Each
 /// complex value's potential goes to its real and imaginary lane (one permute).
@@ -118,21 +91,10 @@ __attribute__((always_inline)) inline Block value_block(const SiteView& site, in
   const Block centre = load_block(site.centre + k);
   const Block laplacian = ((load_block(site.x_next + k) + load_block(site.x_prev + k)) + load_block(site.y_next + k)) +
                           load_block(site.y_prev + k) - 4.0f * centre;
-  HalfBlock potentials;
-  std::memcpy(&potentials, site.potential + k / 2, sizeof potentials);
-  const Block spread = __builtin_shufflevector(potentials, potentials, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
-  return float(-ref::kKinetic) * laplacian + spread * centre;
+  return float(-ref::kKinetic) * laplacian + streaming::spread_to_complex_lanes(site.potential + k / 2) * centre;
 }
 
-#ifdef PB_HAMILTONIAN_STREAMING_STORES
-/// The block's four quarters by non-temporal stores at out (16-byte aligned).
-__attribute__((always_inline)) inline void stream_block(float* out, const Block& value) {
-  _mm_stream_ps(out, __builtin_shufflevector(value, value, 0, 1, 2, 3));
-  _mm_stream_ps(out + 4, __builtin_shufflevector(value, value, 4, 5, 6, 7));
-  _mm_stream_ps(out + 8, __builtin_shufflevector(value, value, 8, 9, 10, 11));
-  _mm_stream_ps(out + 12, __builtin_shufflevector(value, value, 12, 13, 14, 15));
-}
-
+#ifdef PB_GEOMETRY_STREAMING_STORES
 /// streamed_stores: H over one site's run, its streamed part by non-temporal stores. The caller
 /// fences (_mm_sfence) once after its last site, before anyone reads H.
 __attribute__((always_inline)) inline void streamed_site(const float* f, const float* v, float* h,
@@ -140,7 +102,7 @@ __attribute__((always_inline)) inline void streamed_site(const float* f, const f
   const SiteView site(f, v, h, runs);
   const StreamedPart part = streamed_part(site.out, channels);
   for (int64_t k = 0; k < part.begin; ++k) site.out[k] = site.value(k, site.potential[k / 2]);
-  for (int64_t k = part.begin; k < part.end; k += kBlockFloats) stream_block(site.out + k, value_block(site, k));
+  for (int64_t k = part.begin; k < part.end; k += kBlockFloats) streaming::stream_block(site.out + k, value_block(site, k));
   for (int64_t k = part.end; k < channels; ++k) site.out[k] = site.value(k, site.potential[k / 2]);
 }
 
@@ -153,12 +115,10 @@ __attribute__((always_inline)) inline void streamed_sites(const float* f, const 
 #endif
 
 /// The sites of work item `item` of `items`: contiguous, in site order, sizes within one.
-struct SiteRange {
-  int64_t first, last;
-};
+using SiteRange = streaming::ItemRange;
 
 inline SiteRange sites_of_item(int64_t item, int64_t items, int64_t sites) {
-  return {sites * item / items, sites * (item + 1) / items};
+  return streaming::range_of_item(item, items, sites);
 }
 
 }  // namespace pb::optimized::geometry::hamiltonian_stencil

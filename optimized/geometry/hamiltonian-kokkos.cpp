@@ -56,7 +56,7 @@ __attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void hamiltonian_sit
 #define PB_HAMILTONIAN_SITE stencil::hamiltonian_site
 #endif
 
-#if defined(PB_KOKKOS_KERNELS_ON_HOST) && defined(PB_HAMILTONIAN_STREAMING_STORES)
+#if defined(PB_KOKKOS_KERNELS_ON_HOST) && defined(PB_GEOMETRY_STREAMING_STORES)
 #define PB_HAMILTONIAN_STREAMED 1
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
 // The 16-float blocks never cross a call between clones (the bodies are inlined into each clone),
@@ -84,13 +84,7 @@ class HamiltonianKokkos final : public Variant {
 
   std::optional<CannotRun> support() const override {
     if (!streamed_) return std::nullopt;
-#ifdef PB_HAMILTONIAN_STREAMED
-    return std::nullopt;
-#else
-    if (auto host_only = host_cores_only(geo::kStreamedStores)) return host_only;
-    return CannotRun{CannotRun::Kind::Unsupported,
-                     std::string(geo::kStreamedStores) + " needs x86's non-temporal stores (SSE)"};
-#endif
+    return host_streaming_stores_only(geo::kStreamedStores);
   }
 
   void setup(const ArrayMap& inputs) override {

@@ -125,6 +125,11 @@ class Bayesian final : public Workload {
          "as loops the compiler vectorizes, the weights from a polynomial exp within 1 ulp of expf "
          "instead of a libm call per value; what the bound of the update asks for (docs/geometry.md)",
          true, PhaseInfo::kNoClaim, PhaseInfo::kNoClaim, {}, {kHostReadBranch}},
+        {4, kStreamedStores,
+         "beyond the seed: vectorized_weights with the posterior and Lambda written by non-temporal "
+         "stores (no read of each output line before it is written, and no output left in the caches "
+         "to push out F, E and the weights, which the next iteration reads again), one contiguous "
+         "range of values per thread"},
     };
   }
 

@@ -1,0 +1,180 @@
+// geometry/bayesian's pass bodies (optimized/geometry/bayesian-bodies.hpp) on the host:
+// streamed_stores' pass 2 against vectorized_weights' (posterior_update_of_run) bit for bit, in both
+// branches, at range lengths with and without whole blocks, at every alignment of the posterior
+// and of the update (the same or not), with guards around every array; the work items' ranges; and
+// streamed_stores through verify (whose small size's two work items both hold whole blocks).
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "guarded_floats.hpp"
+#include "optimized/geometry/bayesian-bodies.hpp"
+#include "optimized/geometry/streamed_stores.hpp"
+#include "process.hpp"
+#include "reference/geometry/bayesian.hpp"
+
+// The header's block functions take and return 64-byte vectors; they are always inlined, so the
+// ABI GCC warns about at their call sites (such a vector passed without AVX-512) never applies.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+namespace pb {
+namespace {
+
+namespace body = pb::optimized::geometry::bayesian_runs;
+namespace streaming = pb::optimized::geometry::streaming;
+namespace ref = pb::reference::geometry;
+
+TEST(BayesianStreamed, BothOutputsStreamOnlyWhereTheyAreAlignedAlike) {
+  GuardedFloats posterior(256), update(256);
+  for (int64_t p = 0; p < 4; ++p)
+    for (int64_t u = 0; u < 4; ++u)
+      for (int64_t floats : {2, 16, 18, 34, 200}) {
+        const streaming::StreamedPart both =
+            body::streamed_part_of_both(posterior.data() + p, update.data() + u, floats);
+        const streaming::StreamedPart alone = streaming::streamed_part(posterior.data() + p, floats);
+        const bool alike = p == u;  // both arrays start on a 64-byte boundary
+        EXPECT_EQ(both.begin, alike ? alone.begin : 0) << p << ", " << u << ", " << floats << " floats";
+        EXPECT_EQ(both.end, alike ? alone.end : 0) << p << ", " << u << ", " << floats << " floats";
+      }
+  // The default size's case: both outputs on a line boundary, every float in whole blocks.
+  const streaming::StreamedPart aligned = body::streamed_part_of_both(posterior.data(), update.data(), 256);
+  EXPECT_EQ(aligned.begin, 0);
+  EXPECT_EQ(aligned.end, 256);
+}
+
+/// One range's inputs: F and the weights, between guards.
+struct RangeInputs {
+  int64_t values;
+  GuardedFloats f, w;
+
+  RangeInputs(int64_t values_, uint32_t seed) : values(values_), f(2 * values_), w(values_) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_real_distribution<float> weight(0.0f, 1.0f);
+    for (int64_t i = 0; i < 2 * values; ++i) f.data()[i] = normal(rng);
+    for (int64_t k = 0; k < values; ++k) w.data()[k] = weight(rng);
+  }
+};
+
+/// Pass 2 of both phases over the values [begin, values) of `in`, streamed_stores' outputs
+/// `posterior_offset` and `update_offset` floats past a 64-byte boundary (before `begin`'s
+/// shift), guarded; expects vectorized_weights' bits everywhere and untouched guards. The
+/// streamed part is checked before anything is streamed (a misaligned non-temporal store faults).
+void expect_vectorized_bits(const RangeInputs& in, float z, int64_t begin, int64_t posterior_offset,
+                            int64_t update_offset) {
+  const int64_t floats = 2 * in.values;
+  std::vector<float> expected_posterior(floats, 0.0f), expected_update(floats, 0.0f);
+  body::posterior_update_of_run(in.f.data(), in.w.data(), z, expected_posterior.data(), expected_update.data(), begin,
+                                in.values);
+  GuardedFloats posterior(floats, posterior_offset), update(floats, update_offset);
+  std::fill(posterior.data(), posterior.data() + floats, std::numeric_limits<float>::quiet_NaN());
+  std::fill(update.data(), update.data() + floats, std::numeric_limits<float>::quiet_NaN());
+  const int64_t range_floats = 2 * (in.values - begin);
+  const streaming::StreamedPart part =
+      body::streamed_part_of_both(posterior.data() + 2 * begin, update.data() + 2 * begin, range_floats);
+  ASSERT_EQ(part.begin % 2, 0);
+  ASSERT_LE(part.end, range_floats);
+  if (part.end > part.begin) {
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(posterior.data() + 2 * begin + part.begin) % 16, 0u);
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(update.data() + 2 * begin + part.begin) % 16, 0u);
+  }
+#ifdef PB_GEOMETRY_STREAMING_STORES
+  body::streamed_posterior_update(in.f.data(), in.w.data(), z, posterior.data(), update.data(), begin, in.values);
+#else
+  GTEST_SKIP() << "no non-temporal stores on this architecture";
+#endif
+  ASSERT_TRUE(posterior.guards_intact() && update.guards_intact()) << "a guard of an output changed";
+  ASSERT_TRUE(in.f.guards_intact() && in.w.guards_intact()) << "a guard of F or w changed";
+  for (int64_t i = 0; i < floats; ++i) {
+    if (i < 2 * begin) {  // before the range: never written
+      ASSERT_TRUE(std::isnan(posterior.data()[i]) && std::isnan(update.data()[i])) << "float " << i << " written";
+      continue;
+    }
+    ASSERT_EQ(std::memcmp(&posterior.data()[i], &expected_posterior[i], sizeof(float)), 0)
+        << "posterior[" << i << "] = " << posterior.data()[i] << ", vectorized_weights " << expected_posterior[i];
+    ASSERT_EQ(std::memcmp(&update.data()[i], &expected_update[i], sizeof(float)), 0)
+        << "update[" << i << "] = " << update.data()[i] << ", vectorized_weights " << expected_update[i];
+  }
+}
+
+// Ranges of 1 and 7 values (no block), 8, 9, 17, 64 and 1000 (blocks and tails); ranges starting at
+// value 0 and at value 3 (so a range's first float is not where its array's is); every pair of
+// output alignments 0-3 floats, so that heads of 0 and 2 floats, odd heads (nothing streamed) and
+// outputs aligned differently (nothing streamed) all occur; a Z that normalizes and one at the
+// threshold, float(1e-12) (the fallback: the posterior is F, the update 0). The aligned cases
+// first: a body that streams to the wrong place fails its comparison there, before an unaligned
+// case could fault.
+TEST(BayesianStreamed, PassTwoWritesVectorizedWeightsBitsAtEveryAlignmentInBothBranches) {
+  const float normal_z = 1234.5f, threshold_z = static_cast<float>(ref::kNormalizationEps);
+  ASSERT_TRUE(ref::normalizable(normal_z));
+  ASSERT_FALSE(ref::normalizable(threshold_z));
+  uint32_t seed = 1;
+  for (int64_t values : {64, 1000, 1, 7, 8, 9, 17}) {
+    const RangeInputs in(values, seed++);
+    for (int64_t begin : {int64_t{0}, std::min<int64_t>(3, values - 1)})
+      for (float z : {normal_z, threshold_z})
+        for (int64_t p = 0; p < 4; ++p)
+          for (int64_t u = 0; u < 4; ++u) {
+            SCOPED_TRACE(std::to_string(values) + " values from " + std::to_string(begin) + ", Z " +
+                         std::to_string(z) + ", posterior at " + std::to_string(p) + " and update at " +
+                         std::to_string(u) + " floats past a 64-byte boundary");
+            ASSERT_NO_FATAL_FAILURE(expect_vectorized_bits(in, z, begin, p, u));
+          }
+  }
+}
+
+// The work items' ranges as the Kokkos kernel splits the values: each item its own, together every
+// value once and in order, each starting on a whole line of the outputs (8 complex values), sizes
+// within one line, at more items than lines too.
+TEST(BayesianStreamed, WorkItemsCoverEveryValueOnceOnWholeLines) {
+  for (int64_t count : {1, 7, 8, 168, 1000, 1048576})
+    for (int64_t items : {1, 2, 3, 5, 16, 200}) {
+      int64_t next = 0;
+      for (int64_t item = 0; item < items; ++item) {
+        const streaming::ItemRange range = body::values_of_item(item, items, count);
+        EXPECT_EQ(range.first, next) << count << " values, item " << item << " of " << items;
+        EXPECT_TRUE(range.first % body::kValuesPerBlock == 0 || range.first == count) << range.first;
+        const int64_t lines = (count + body::kValuesPerBlock - 1) / body::kValuesPerBlock;
+        EXPECT_LE(range.last - range.first, (lines + items - 1) / items * body::kValuesPerBlock);
+        next = range.last;
+      }
+      EXPECT_EQ(next, count) << items << " items";
+    }
+}
+
+// Pass 1's runs (and vectorized_weights' pass 2): whole lanes long, at most kRuns of them, together
+// covering every value, at counts just past a multiple of kRuns * kLanes too (where a rounding
+// down of the length would need one run more), and at one value.
+TEST(BayesianStreamed, RunsAreWholeLanesAndAtMostKRunsCoverEveryValue) {
+  for (int64_t count : {1, 7, 168, 1024, 1025, 2047, 1048576, 4194305}) {
+    const int64_t length = body::run_length_of(count);
+    ASSERT_GT(length, 0) << count << " values";
+    EXPECT_EQ(length % body::kLanes, 0) << count << " values";
+    const int64_t runs = (count + length - 1) / length;
+    EXPECT_LE(runs, body::kRuns) << count << " values, runs of " << length;
+    EXPECT_EQ(body::run_end(runs - 1, length, count), count) << count << " values";
+    EXPECT_LT((runs - 1) * length, count) << count << " values: the last run is empty";
+  }
+}
+
+TEST(BayesianStreamed, VerifyPassesOnTheSmallSizesSeeds) {
+  if (!testing::backend_built("kokkos")) GTEST_SKIP() << "the kokkos backend is not built";
+  const testing::ProcessResult verified =
+      testing::run_phasebench("verify --size small --seeds 3 --filter 'geometry/bayesian/kokkos/streamed_stores'");
+  if (verified.output.find("UNSUPPORTED") != std::string::npos) GTEST_SKIP() << verified.output;
+  EXPECT_NE(verified.output.find("verify: 3 passed, 0 failed"), std::string::npos) << verified.output;
+  EXPECT_EQ(verified.exit_code, 0) << verified.output;
+}
+
+}  // namespace
+}  // namespace pb
