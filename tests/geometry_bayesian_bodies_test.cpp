@@ -111,18 +111,20 @@ void expect_vectorized_bits(const RangeInputs& in, float z, int64_t begin, int64
 // value 0 and at value 3 (so a range's first float is not where its array's is); every pair of
 // output alignments 0-3 floats, so that heads of 0 and 2 floats, odd heads (nothing streamed) and
 // outputs aligned differently (nothing streamed) all occur; a Z that normalizes and one at the
-// threshold, float(1e-12) (the fallback: the posterior is F, the update 0). The aligned cases
+// threshold, float(1e-12) (the fallback: the posterior is F, the update 0), and one just above it,
+// where adding eps to Z changes the posterior by a third (a Z of the size of the field hides it). The aligned cases
 // first: a body that streams to the wrong place fails its comparison there, before an unaligned
 // case could fault.
 TEST(BayesianStreamed, PassTwoWritesVectorizedWeightsBitsAtEveryAlignmentInBothBranches) {
   const float normal_z = 1234.5f, threshold_z = static_cast<float>(ref::kNormalizationEps);
-  ASSERT_TRUE(ref::normalizable(normal_z));
+  const float small_z = 3 * threshold_z;  // normalizable, and Z + eps differs from Z in fp32
+  ASSERT_TRUE(ref::normalizable(normal_z) && ref::normalizable(small_z));
   ASSERT_FALSE(ref::normalizable(threshold_z));
   uint32_t seed = 1;
   for (int64_t values : {64, 1000, 1, 7, 8, 9, 17}) {
     const RangeInputs in(values, seed++);
     for (int64_t begin : {int64_t{0}, std::min<int64_t>(3, values - 1)})
-      for (float z : {normal_z, threshold_z})
+      for (float z : {normal_z, small_z, threshold_z})
         for (int64_t p = 0; p < 4; ++p)
           for (int64_t u = 0; u < 4; ++u) {
             SCOPED_TRACE(std::to_string(values) + " values from " + std::to_string(begin) + ", Z " +
