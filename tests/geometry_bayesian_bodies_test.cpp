@@ -1,8 +1,10 @@
-// geometry/bayesian's pass bodies (optimized/geometry/bayesian-bodies.hpp) on the host:
-// streamed_stores' pass 2 against vectorized_weights' (posterior_update_of_run) bit for bit, in both
-// branches, at range lengths with and without whole blocks, at every alignment of the posterior
-// and of the update (the same or not), with guards around every array; the work items' ranges; and
-// streamed_stores through verify (whose small size's two work items both hold whole blocks).
+// geometry/bayesian's pass bodies (optimized/geometry/bayesian-bodies.hpp) on the host: pass 1
+// (the weights and Z's terms) against the weights one by one and the terms summed in double, its
+// float lanes at most one block deep; streamed_stores' pass 2 against vectorized_weights'
+// (posterior_update_of_run) bit for bit, in both branches, at range lengths with and without
+// whole blocks, at every alignment of the posterior and of the update (the same or not), with
+// guards around every array; the work items' ranges; and streamed_stores through verify (whose
+// small size's two work items both hold whole blocks).
 
 #include <gtest/gtest.h>
 
@@ -167,6 +169,76 @@ TEST(BayesianStreamed, RunsAreWholeLanesAndAtMostKRunsCoverEveryValue) {
     EXPECT_EQ(body::run_end(runs - 1, length, count), count) << count << " values";
     EXPECT_LT((runs - 1) * length, count) << count << " values: the last run is empty";
   }
+}
+
+/// Pass 1 over the values [begin, end) of a field of `values` between guards: every weight is
+/// vectorized_weight's bits, no weight outside the range is written, no guard changes; returns its
+/// sum (Z's terms) beside the same terms summed in double one by one.
+struct PassOneSums {
+  double pass_one, in_double;
+};
+
+PassOneSums pass_one_on(const GuardedFloats& f, const GuardedFloats& e, int64_t values, int64_t begin, int64_t end) {
+  GuardedFloats w(values);
+  std::fill(w.data(), w.data() + values, std::numeric_limits<float>::quiet_NaN());
+  const double sum = body::weights_of_run(f.data(), e.data(), w.data(), begin, end);
+  EXPECT_TRUE(w.guards_intact() && f.guards_intact() && e.guards_intact()) << "a guard changed";
+  double in_double = 0;
+  for (int64_t k = 0; k < values; ++k) {
+    if (k < begin || k >= end) {
+      EXPECT_TRUE(std::isnan(w.data()[k])) << "weight " << k << " written outside [" << begin << ", " << end << ")";
+      continue;
+    }
+    const float expected = body::vectorized_weight(f.data(), e.data(), k);
+    EXPECT_EQ(std::memcmp(&w.data()[k], &expected, sizeof(float)), 0) << "weight " << k;
+    in_double += double(expected) * double(ref::squared_modulus(f.data()[2 * k], f.data()[2 * k + 1]));
+  }
+  return {sum, in_double};
+}
+
+// Range lengths with no whole group of kLanes values, with groups and a tail, one block of
+// kBlock values exactly, and several blocks with a partial one; ranges starting at value 0 and at
+// value 5. Z's terms are positive, so a float lane of at most kBlock / kLanes = 64 terms is within
+// 64 ulp (4e-6) of their sum; a term lost or added moves the sum by far more.
+TEST(BayesianPassOne, WeightsAreVectorizedWeightsAndTheSumHoldsEveryTermOnce) {
+  for (int64_t length : {0, 1, 15, 16, 17, 100, 1023, 1024, 1025, 2064, 3109})
+    for (int64_t begin : {0, 5}) {
+      const int64_t values = begin + length + 3;  // three values after the range, never written
+      GuardedFloats f(2 * values), e(2 * values);
+      std::mt19937 rng(static_cast<uint32_t>(length * 2 + begin));
+      std::normal_distribution<float> normal(0.0f, 1.0f);
+      for (int64_t i = 0; i < 2 * values; ++i) {
+        f.data()[i] = normal(rng);
+        e.data()[i] = f.data()[i] + 0.5f * normal(rng);
+      }
+      const PassOneSums sums = pass_one_on(f, e, values, begin, begin + length);
+      EXPECT_NEAR(sums.pass_one, sums.in_double, 4e-6 * sums.in_double) << length << " values from " << begin;
+      if (length == 0) EXPECT_EQ(sums.pass_one, 0.0);
+    }
+}
+
+// The float lanes hold at most one block's terms: with F = E every weight is exp(0) = 1, and with
+// a term of 2^24 first in lane 0 and 1 everywhere else, each 1 that lane 0 adds in the same block
+// is lost (2^24 + 1 rounds to 2^24 in float), while the terms of the later blocks start from 0
+// and are kept. So at most kBlock / kLanes - 1 ones are lost, whatever the length; lanes that ran
+// on across blocks would lose every one of lane 0's.
+TEST(BayesianPassOne, FloatLanesHoldOneBlockOfTermsAtMost) {
+  const int64_t groups_per_block = body::kBlock / body::kLanes;
+  for (int64_t length : {body::kBlock, 2 * body::kBlock + 37, 5 * body::kBlock})
+    for (int64_t begin : {0, 5}) {
+      const int64_t values = begin + length;
+      GuardedFloats f(2 * values), e(2 * values);
+      for (int64_t k = 0; k < values; ++k) {
+        f.data()[2 * k] = k == begin ? 4096.0f : 1.0f;  // 4096^2 = 2^24
+        f.data()[2 * k + 1] = 0.0f;
+      }
+      std::copy(f.data(), f.data() + 2 * values, e.data());
+      const PassOneSums sums = pass_one_on(f, e, values, begin, values);
+      ASSERT_EQ(sums.in_double, 16777216.0 + double(length - 1));
+      const double lost = sums.in_double - sums.pass_one;
+      EXPECT_GE(lost, 0.0) << length << " values from " << begin;
+      EXPECT_LE(lost, double(groups_per_block - 1)) << length << " values from " << begin;
+    }
 }
 
 TEST(BayesianStreamed, VerifyPassesOnTheSmallSizesSeeds) {

@@ -63,21 +63,29 @@ PB_HOST_DEVICE inline float vectorized_weight(const float* f, const float* e, in
 
 /// Pass 1: stores the weights of values [begin, end) and returns their sum of w |F|^2: per block
 /// of kBlock values in kLanes float lanes (at most kBlock / kLanes = 64 terms each, so a block's
-/// float sum is good to 64 ulp at worst, ~4e-6), the blocks' sums in double.
+/// float sum is good to 64 ulp at worst, ~4e-6), the blocks' sums in double. Every loop runs a
+/// count known before it starts (whole groups of kLanes values, blocks of kGroupsPerBlock groups,
+/// then the values after the last whole group), so that no bound depends on an index the body moves.
 PB_HOST_DEVICE inline double weights_of_run(const float* f, const float* e, float* w, int64_t begin, int64_t end) {
+  constexpr int64_t kGroupsPerBlock = kBlock / kLanes;
+  const int64_t groups = (end - begin) / kLanes;
+  const int64_t blocks = (groups + kGroupsPerBlock - 1) / kGroupsPerBlock;
   double sum = 0;
-  int64_t k = begin;
-  while (k + kLanes <= end) {
+  for (int64_t block = 0; block < blocks; ++block) {
+    const int64_t first = block * kGroupsPerBlock;
+    const int64_t last = first + kGroupsPerBlock < groups ? first + kGroupsPerBlock : groups;
     float lanes[kLanes] = {};
-    for (const int64_t block_end = k + kBlock < end ? k + kBlock : end; k + kLanes <= block_end; k += kLanes)
+    for (int64_t group = first; group < last; ++group) {
+      const int64_t k = begin + group * kLanes;
       PB_BAYESIAN_IVDEP
       for (int lane = 0; lane < kLanes; ++lane) {
         w[k + lane] = vectorized_weight(f, e, k + lane);
         lanes[lane] += w[k + lane] * ref::squared_modulus(f[2 * (k + lane)], f[2 * (k + lane) + 1]);
       }
+    }
     for (float lane : lanes) sum += double(lane);
   }
-  for (; k < end; ++k) {
+  for (int64_t k = begin + groups * kLanes; k < end; ++k) {
     w[k] = vectorized_weight(f, e, k);
     sum += double(w[k] * ref::squared_modulus(f[2 * k], f[2 * k + 1]));
   }
