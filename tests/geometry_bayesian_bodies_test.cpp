@@ -3,14 +3,16 @@
 // float lanes at most one block deep; streamed_stores' pass 2 against vectorized_weights'
 // (posterior_update_of_run) bit for bit, in both branches, at range lengths with and without
 // whole blocks, at every alignment of the posterior and of the update (the same or not), with
-// guards around every array; the work items' ranges; and streamed_stores through verify (whose
-// small size's two work items both hold whole blocks).
+// guards around every array; the work items' ranges; a sanitizer build's report of a streamed
+// block out of bounds or misaligned; and streamed_stores through verify (whose small size's two
+// work items both hold whole blocks).
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -139,27 +141,30 @@ TEST(BayesianStreamed, PassTwoWritesVectorizedWeightsBitsAtEveryAlignmentInBothB
 
 // The work items' ranges as the Kokkos kernel splits the values: each item its own, together every
 // value once and in order, each starting on a whole line of the outputs (8 complex values), sizes
-// within one line, at more items than lines too.
+// within one line, at more items than lines too. The line is the cache's, not the header's
+// constant: a block that is not one line would let two items write parts of one.
 TEST(BayesianStreamed, WorkItemsCoverEveryValueOnceOnWholeLines) {
+  constexpr int64_t kValuesPerLine = 64 / (2 * sizeof(float));
   for (int64_t count : {1, 7, 8, 168, 1000, 1048576})
     for (int64_t items : {1, 2, 3, 5, 16, 200}) {
       int64_t next = 0;
       for (int64_t item = 0; item < items; ++item) {
         const streaming::ItemRange range = body::values_of_item(item, items, count);
         EXPECT_EQ(range.first, next) << count << " values, item " << item << " of " << items;
-        EXPECT_TRUE(range.first % body::kValuesPerBlock == 0 || range.first == count) << range.first;
-        const int64_t lines = (count + body::kValuesPerBlock - 1) / body::kValuesPerBlock;
-        EXPECT_LE(range.last - range.first, (lines + items - 1) / items * body::kValuesPerBlock);
+        EXPECT_TRUE(range.first % kValuesPerLine == 0 || range.first == count) << range.first;
+        const int64_t lines = (count + kValuesPerLine - 1) / kValuesPerLine;
+        EXPECT_LE(range.last - range.first, (lines + items - 1) / items * kValuesPerLine);
         next = range.last;
       }
       EXPECT_EQ(next, count) << items << " items";
     }
 }
 
-// Pass 1's runs (and vectorized_weights' pass 2): whole lanes long, at most kRuns of them, together
-// covering every value, at counts just past a multiple of kRuns * kLanes too (where a rounding
-// down of the length would need one run more), and at one value.
-TEST(BayesianStreamed, RunsAreWholeLanesAndAtMostKRunsCoverEveryValue) {
+// Pass 1's runs (and vectorized_weights' pass 2): whole lanes long, the shortest such length that
+// needs at most kRuns of them, together covering every value; at counts on and just past a
+// multiple of kRuns * kLanes (where a rounding of the length one way or the other would need one
+// run more, or one lane more than needed), and at one value.
+TEST(BayesianStreamed, RunsAreTheShortestWholeLanesForAtMostKRunsAndCoverEveryValue) {
   for (int64_t count : {1, 7, 168, 1024, 1025, 2047, 1048576, 4194305}) {
     const int64_t length = body::run_length_of(count);
     ASSERT_GT(length, 0) << count << " values";
@@ -168,6 +173,12 @@ TEST(BayesianStreamed, RunsAreWholeLanesAndAtMostKRunsCoverEveryValue) {
     EXPECT_LE(runs, body::kRuns) << count << " values, runs of " << length;
     EXPECT_EQ(body::run_end(runs - 1, length, count), count) << count << " values";
     EXPECT_LT((runs - 1) * length, count) << count << " values: the last run is empty";
+    // The shortest such length: one lane shorter would need more than kRuns runs (longer runs
+    // than that leave threads without work, and group Z's terms otherwise).
+    if (length > body::kLanes) {
+      const int64_t shorter = length - body::kLanes;
+      EXPECT_GT((count + shorter - 1) / shorter, body::kRuns) << count << " values, runs of " << length;
+    }
   }
 }
 
@@ -239,6 +250,25 @@ TEST(BayesianPassOne, FloatLanesHoldOneBlockOfTermsAtMost) {
       EXPECT_GE(lost, 0.0) << length << " values from " << begin;
       EXPECT_LE(lost, double(groups_per_block - 1)) << length << " values from " << begin;
     }
+}
+
+// In a sanitizer build every non-temporal store is seen (streaming::store_destination): a block
+// streamed just past a heap buffer gets ASan's report, a block streamed to an address off a 16-byte
+// boundary UBSan's, where a plain build would write unseen or fault with no report.
+TEST(BayesianStreamed, ASanitizerBuildReportsAStreamedBlockOutOfBoundsOrMisaligned) {
+#if defined(__SANITIZE_ADDRESS__) && defined(PB_GEOMETRY_STREAMING_STORES)
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  // ASan's report or UBSan's (whichever sees the access first: UBSan knows the buffer's size too).
+  const char* const kOutOfBoundsReport = "heap-buffer-overflow|insufficient space for an object";
+  float* buffer = static_cast<float*>(std::aligned_alloc(64, 2 * streaming::kBlockFloats * sizeof(float)));
+  const streaming::Block ones = streaming::load_block(std::vector<float>(streaming::kBlockFloats, 1.0f).data());
+  streaming::stream_block(buffer + streaming::kBlockFloats, ones);  // the last block inside: no report
+  EXPECT_DEATH(streaming::stream_block(buffer + 2 * streaming::kBlockFloats, ones), kOutOfBoundsReport);
+  EXPECT_DEATH(streaming::stream_block(buffer + 1, ones), "misaligned address");
+  std::free(buffer);
+#else
+  GTEST_SKIP() << "only a sanitizer build (ci/sanitize.sh) reads the non-temporal stores' destinations";
+#endif
 }
 
 TEST(BayesianStreamed, VerifyPassesOnTheSmallSizesSeeds) {

@@ -1,13 +1,14 @@
 // geometry/lior_optimizer_step, Kokkos' streaming_update phase: its spans cover every value once,
 // each inside one tensor; each span's streamed part is placed right for any alignment of the
 // output, and a wrong one is named; the streamed update writes exactly its span with the floats
-// the other phases compute; and the phase passes verify on the small size's
-// seeds (odd seeds: 3 tensors; even seeds: a scalar and a 4-value tensor too, shorter than a
-// vector of 4 after an unaligned start).
+// the other phases compute (and, in a sanitizer build, a store past the output is reported); and
+// the phase passes verify on the small size's seeds (odd seeds: 3 tensors; even seeds: a scalar
+// and a 4-value tensor too, shorter than a vector of 4 after an unaligned start).
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <utility>
@@ -99,6 +100,26 @@ TEST(GeometryOptimizerStepBodies, TheStreamedUpdateWritesExactlyItsRangeWithTheO
         }
       }
   }
+}
+
+// In a sanitizer build the streamed update's non-temporal stores are seen too: a streamed part
+// that runs one vector past a heap buffer (a part setup would refuse) gets ASan's report.
+TEST(GeometryOptimizerStepBodies, ASanitizerBuildReportsAStreamedStorePastTheOutput) {
+#if defined(__SANITIZE_ADDRESS__) && defined(PB_GEOMETRY_STREAMING_STORES)
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  // ASan's report or UBSan's (whichever sees the access first: UBSan knows the buffer's size too).
+  const char* const kOutOfBoundsReport = "heap-buffer-overflow|insufficient space for an object";
+  constexpr int64_t kValues = 16;
+  const std::vector<float> p(kValues + 4, 1.0f), g(kValues + 4, 2.0f);
+  float* out = static_cast<float*>(std::aligned_alloc(64, kValues * sizeof(float)));
+  body::streamed_update(p.data(), g.data(), out, {0, kValues, 0, 0, kValues}, 0.5f);  // exactly the buffer: no report
+  EXPECT_EQ(out[kValues - 1], 0.0f);
+  EXPECT_DEATH(body::streamed_update(p.data(), g.data(), out, {0, kValues + 4, 0, 0, kValues + 4}, 0.5f),
+               kOutOfBoundsReport);
+  std::free(out);
+#else
+  GTEST_SKIP() << "only a sanitizer build (ci/sanitize.sh) reads the non-temporal stores' destinations";
+#endif
 }
 
 // The check setup runs names each way a streamed part can be wrong: span [1, 30) of a 64-byte

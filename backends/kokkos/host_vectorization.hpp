@@ -3,9 +3,7 @@
 // definition for every variant that needs it (spinlock's profile_guided, geometry's vectorized
 // phases).
 //
-// PB_KOKKOS_IVDEP, before a loop: no iteration reads what another wrote, which GCC cannot prove
-// through several pointers (an output View never overlaps an input one, or a row is normalized in
-// place element by element); told, it vectorizes without run-time overlap checks.
+// PB_IVDEP (phasebench/host_device.hpp), before a loop: no iteration reads what another wrote.
 //
 // PB_KOKKOS_HOST_ISA_CLONES, defined when every kernel runs on the host (PB_KOKKOS_KERNELS_ON_HOST)
 // and the compiler is GCC on x86-64: the build targets baseline x86-64 (128-bit SSE2), so a hot loop is also compiled for
@@ -16,13 +14,8 @@
 #include <string>
 
 #include "backends/kokkos/kokkos_backend.hpp"  // Kokkos' macros say which execution spaces exist
+#include "phasebench/host_device.hpp"  // PB_IVDEP
 #include "phasebench/variant.hpp"
-
-#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
-#define PB_KOKKOS_IVDEP _Pragma("GCC ivdep")
-#else
-#define PB_KOKKOS_IVDEP
-#endif
 
 // PB_KOKKOS_KERNELS_ON_HOST: this Kokkos has no device execution space, so every kernel runs on
 // host cores and may read Views through their pointers as host code.

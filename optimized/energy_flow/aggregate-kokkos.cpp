@@ -69,7 +69,7 @@ struct Groups {
 /// owned_cells: the cell of flows [begin, end), -1 for those not completed.
 KOKKOS_INLINE_FUNCTION void cells_of_slice(const body::FlowPointers& p, int width, int height, int64_t begin,
                                            int64_t end, int64_t* cell_of) {
-  PB_KOKKOS_IVDEP  // cell_of is a View of its own
+  PB_IVDEP  // cell_of is a View of its own
   for (int64_t i = begin; i < end; ++i) cell_of[i] = body::completed_cell_body(i, p, width, height);
 }
 

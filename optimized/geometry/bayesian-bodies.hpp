@@ -24,12 +24,6 @@
 #pragma GCC diagnostic ignored "-Wpsabi"  // vectors by value, always inlined into one ISA clone
 #endif
 
-#if defined(__GNUC__) && !defined(__CUDA_ARCH__)
-#define PB_BAYESIAN_IVDEP _Pragma("GCC ivdep")  // w, the posterior and the update are arrays of their own
-#else
-#define PB_BAYESIAN_IVDEP
-#endif
-
 namespace pb::optimized::geometry::bayesian_runs {
 
 namespace ref = pb::reference::geometry;
@@ -77,7 +71,7 @@ PB_HOST_DEVICE inline double weights_of_run(const float* f, const float* e, floa
     float lanes[kLanes] = {};
     for (int64_t group = first; group < last; ++group) {
       const int64_t k = begin + group * kLanes;
-      PB_BAYESIAN_IVDEP
+      PB_IVDEP  // w is an array of its own
       for (int lane = 0; lane < kLanes; ++lane) {
         w[k + lane] = vectorized_weight(f, e, k + lane);
         lanes[lane] += w[k + lane] * ref::squared_modulus(f[2 * (k + lane)], f[2 * (k + lane) + 1]);
@@ -97,7 +91,7 @@ PB_HOST_DEVICE inline double weights_of_run(const float* f, const float* e, floa
 PB_HOST_DEVICE inline void posterior_update_of_run(const float* f, const float* w, float z, float* posterior,
                                                    float* update, int64_t begin, int64_t end) {
   if (ref::normalizable(z)) {
-    PB_BAYESIAN_IVDEP
+    PB_IVDEP  // the posterior and the update are arrays of their own
     for (int64_t k = begin; k < end; ++k) {  // real part, then imaginary part
       const float real = ref::posterior_component(w[k], f[2 * k], z, true);
       const float imaginary = ref::posterior_component(w[k], f[2 * k + 1], z, true);

@@ -15,10 +15,7 @@
 #include <string>
 #include <vector>
 
-#if defined(__SSE__)
-#include <xmmintrin.h>
-#define PB_LIOR_STREAMING_STORES 1
-#endif
+#include "optimized/geometry/streamed_stores.hpp"  // PB_GEOMETRY_STREAMING_STORES, store_destination
 
 namespace pb::optimized::geometry::lior_optimizer_step {
 
@@ -84,12 +81,12 @@ inline void streamed_update(const float* p, const float* g, float* out, const Up
   const auto ordinary = [&](int64_t first, int64_t last) {
     for (int64_t i = first; i < last; ++i) out[i] = p[i] - scale * g[i];
   };
-#ifdef PB_LIOR_STREAMING_STORES
+#ifdef PB_GEOMETRY_STREAMING_STORES
   // Each part from its own bounds, so that the vector loop always starts where setup checked it.
   ordinary(span.begin, span.streamed_begin);
   const __m128 scales = _mm_set1_ps(scale);
   for (int64_t i = span.streamed_begin; i < span.streamed_end; i += 4)
-    _mm_stream_ps(out + i, _mm_sub_ps(_mm_loadu_ps(p + i), _mm_mul_ps(scales, _mm_loadu_ps(g + i))));
+    _mm_stream_ps(streaming::store_destination(out + i), _mm_sub_ps(_mm_loadu_ps(p + i), _mm_mul_ps(scales, _mm_loadu_ps(g + i))));
   ordinary(span.streamed_end, span.end);
   _mm_sfence();
 #else

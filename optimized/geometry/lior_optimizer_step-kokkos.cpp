@@ -62,7 +62,7 @@ class LiorOptimizerStepKokkos final : public Variant {
   // the CPU's non-temporal stores.
   std::optional<CannotRun> support() const override {
     if (!streaming_) return std::nullopt;
-#ifndef PB_LIOR_STREAMING_STORES
+#ifndef PB_GEOMETRY_STREAMING_STORES
     return CannotRun{CannotRun::Kind::Unsupported, "streaming_update needs SSE non-temporal stores (x86-64)"};
 #else
     return host_cores_only(geo::kStreamingUpdate);

@@ -138,7 +138,7 @@ KOKKOS_INLINE_FUNCTION float gelu_rational(float v, bool tanh_form) {
 template <class P, bool kTanhForm>
 KOKKOS_INLINE_FUNCTION void normalize_gelu_row(const float* in, typename P::Storage* out, int width, float mean,
                                                float scale, float shift) {
-  PB_KOKKOS_IVDEP
+  PB_IVDEP
   for (int x = 0; x < width; ++x) out[x] = P::store(gelu_rational((in[x] - mean) * scale + shift, kTanhForm));
 }
 
