@@ -24,23 +24,40 @@ cmake --build "$build_dir" -j "$(nproc)" --target fuzzers
 echo "fuzz: built in $(( $(date +%s) - start )) s"
 
 mkdir -p "$artifacts"
-for harness in "${harnesses[@]}"; do
+# One harness's run: its log in $artifacts, exit status of the fuzzer (a crash is non-zero).
+run_harness() {
+  local harness=$1 scratch dictionary=tests/fuzz/$1.dict dict_option=() status=0
   scratch=$(mktemp -d)
-  dictionary=tests/fuzz/$harness.dict
-  dict_option=()
   [ -f "$dictionary" ] && dict_option=(-dict="$dictionary")
-  log=$artifacts/$harness.log
-  echo "fuzz: $harness for $seconds s (log: $log)"
-  status=0
   "$build_dir/tests/fuzz/fuzz_$harness" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$artifacts/$harness-" "${dict_option[@]}" \
-    "$scratch" "tests/fuzz/corpus/$harness" >"$log" 2>&1 || status=$?
+    "$scratch" "tests/fuzz/corpus/$harness" >"$artifacts/$harness.log" 2>&1 || status=$?
   rm -rf "$scratch"
+  return "$status"
+}
+
+# The harnesses run side by side, one per core (each fuzzer is one thread): the stage takes
+# ceil(harnesses / cores) x $seconds instead of harnesses x $seconds. Each one's exit status goes
+# to a file, and all are reported in order once all have ended, so that one crash hides no other.
+jobs=$(nproc)
+for harness in "${harnesses[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  echo "fuzz: $harness for $seconds s (log: $artifacts/$harness.log)"
+  rm -f "$artifacts/$harness.status"
+  (status=0; run_harness "$harness" || status=$?; echo "$status" >"$artifacts/$harness.status") &
+done
+wait
+failed=0
+for harness in "${harnesses[@]}"; do
+  status=$(cat "$artifacts/$harness.status" 2>/dev/null || echo "no status")
+  log=$artifacts/$harness.log
+  echo "fuzz: $harness:"
   grep -E "^#[0-9]+[[:space:]]+(INITED|DONE)|^stat::(number_of_executed_units|peak_rss)|SUMMARY|Test unit written" "$log" || true
-  if [ "$status" -ne 0 ]; then
+  if [ "$status" != 0 ]; then
     tail -40 "$log"
     echo "fuzz: $harness failed (exit $status); a crash's input is in $artifacts: fix it, then add the input to tests/fuzz/corpus/$harness/"
-    exit 1
+    failed=1
   fi
 done
+[ "$failed" -eq 0 ] || exit 1
 echo "fuzz: ${#harnesses[@]} harnesses, $(( $(date +%s) - start )) s in all"

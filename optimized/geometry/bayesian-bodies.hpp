@@ -55,30 +55,35 @@ PB_HOST_DEVICE inline float vectorized_weight(const float* f, const float* e, in
   return exp_nonpositive(-ref::squared_modulus(d_re, d_im) / float(ref::kTau));
 }
 
-/// Pass 1: stores the weights of values [begin, end) and returns their sum of w |F|^2: per block
-/// of kBlock values in kLanes float lanes (at most kBlock / kLanes = 64 terms each, so a block's
-/// float sum is good to 64 ulp at worst, ~4e-6), the blocks' sums in double. Every loop runs a
-/// count known before it starts (whole groups of kLanes values, blocks of kGroupsPerBlock groups,
-/// then the values after the last whole group), so that no bound depends on an index the body moves.
+/// Stores the weights of `groups` whole groups of kLanes values from value `first` and adds their
+/// w |F|^2 to `sum`: in kLanes float lanes (at most kBlock / kLanes = 64 terms each when groups is at
+/// most a block's, so a lane's float sum is good to 64 ulp at worst, ~4e-6), then the lanes in double.
+PB_HOST_DEVICE inline void add_weights_of_groups(const float* f, const float* e, float* w, int64_t first,
+                                                 int64_t groups, double& sum) {
+  float lanes[kLanes] = {};
+  for (int64_t group = 0; group < groups; ++group) {
+    const int64_t k = first + group * kLanes;
+    PB_IVDEP  // w is an array of its own
+    for (int lane = 0; lane < kLanes; ++lane) {
+      w[k + lane] = vectorized_weight(f, e, k + lane);
+      lanes[lane] += w[k + lane] * ref::squared_modulus(f[2 * (k + lane)], f[2 * (k + lane) + 1]);
+    }
+  }
+  for (float lane : lanes) sum += double(lane);
+}
+
+/// Pass 1: stores the weights of values [begin, end) and returns their sum of w |F|^2, per block of
+/// kBlock values in float lanes, the blocks' sums in double. Every loop runs a count known before it
+/// starts (the whole blocks, then the last block's whole groups, then the values after the last
+/// whole group), so that no bound depends on an index the body moves; none runs past the range.
 PB_HOST_DEVICE inline double weights_of_run(const float* f, const float* e, float* w, int64_t begin, int64_t end) {
   constexpr int64_t kGroupsPerBlock = kBlock / kLanes;
   const int64_t groups = (end - begin) / kLanes;
-  const int64_t blocks = (groups + kGroupsPerBlock - 1) / kGroupsPerBlock;
+  const int64_t whole_blocks = groups / kGroupsPerBlock;
   double sum = 0;
-  for (int64_t block = 0; block < blocks; ++block) {
-    const int64_t first = block * kGroupsPerBlock;
-    const int64_t last = first + kGroupsPerBlock < groups ? first + kGroupsPerBlock : groups;
-    float lanes[kLanes] = {};
-    for (int64_t group = first; group < last; ++group) {
-      const int64_t k = begin + group * kLanes;
-      PB_IVDEP  // w is an array of its own
-      for (int lane = 0; lane < kLanes; ++lane) {
-        w[k + lane] = vectorized_weight(f, e, k + lane);
-        lanes[lane] += w[k + lane] * ref::squared_modulus(f[2 * (k + lane)], f[2 * (k + lane) + 1]);
-      }
-    }
-    for (float lane : lanes) sum += double(lane);
-  }
+  for (int64_t block = 0; block < whole_blocks; ++block)
+    add_weights_of_groups(f, e, w, begin + block * kBlock, kGroupsPerBlock, sum);
+  add_weights_of_groups(f, e, w, begin + whole_blocks * kBlock, groups - whole_blocks * kGroupsPerBlock, sum);
   for (int64_t k = begin + groups * kLanes; k < end; ++k) {
     w[k] = vectorized_weight(f, e, k);
     sum += double(w[k] * ref::squared_modulus(f[2 * k], f[2 * k + 1]));
