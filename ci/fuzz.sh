@@ -24,7 +24,7 @@ cmake --build "$build_dir" -j "$(nproc)" --target fuzzers
 echo "fuzz: built in $(( $(date +%s) - start )) s"
 
 mkdir -p "$artifacts"
-# One harness's run: its log in $artifacts, exit status of the fuzzer (a crash is non-zero).
+# One harness's run: its log and its fuzzer's exit status (a crash is non-zero) in $artifacts.
 run_harness() {
   local harness=$1 scratch dictionary=tests/fuzz/$1.dict dict_option=() status=0
   scratch=$(mktemp -d)
@@ -33,18 +33,18 @@ run_harness() {
     -print_final_stats=1 -artifact_prefix="$artifacts/$harness-" "${dict_option[@]}" \
     "$scratch" "tests/fuzz/corpus/$harness" >"$artifacts/$harness.log" 2>&1 || status=$?
   rm -rf "$scratch"
-  return "$status"
+  echo "$status" >"$artifacts/$harness.status"
 }
 
 # The harnesses run side by side, one per core (each fuzzer is one thread): the stage takes
 # ceil(harnesses / cores) x $seconds instead of harnesses x $seconds. Each one's exit status goes
 # to a file, and all are reported in order once all have ended, so that one crash hides no other.
-jobs=$(nproc)
+cores=$(nproc)
 for harness in "${harnesses[@]}"; do
-  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  while [ "$(jobs -rp | wc -l)" -ge "$cores" ]; do wait -n || true; done
   echo "fuzz: $harness for $seconds s (log: $artifacts/$harness.log)"
-  rm -f "$artifacts/$harness.status"
-  (status=0; run_harness "$harness" || status=$?; echo "$status" >"$artifacts/$harness.status") &
+  rm -f "$artifacts/$harness.status"  # no earlier run's status stands in for a harness that died
+  run_harness "$harness" &
 done
 wait
 failed=0

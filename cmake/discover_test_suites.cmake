@@ -2,9 +2,9 @@
 # of the test binary: cmake -D TEST_EXECUTABLE=... -D OUTPUT=... -D TIMEOUT=... -P this file).
 #
 # Why suites and not single tests (gtest_discover_tests): every start of the test binary costs
-# about 1.2 s of CPU before the first test (the dynamic loader's relocations of ~300 shared
-# libraries, LibTorch's operator registry), so 846 processes spent ~1000 s of CPU starting up, half
-# the wall time of ctest on 2 cores. A suite's tests share a process, as they do in ci/sanitize.sh's
+# about 1.2 s of CPU before the first test (perf: the dynamic loader's symbol lookups over ~300
+# shared libraries, LibTorch's operator registry), so 846 processes spent 846 x 1.2 s, ~1000 s of
+# CPU, starting up. A suite's tests share a process, as they do in ci/sanitize.sh's
 # two shards; the gtest output names the test that failed.
 #
 # A suite whose every test was skipped counts as skipped, never as passed: the test binary exits
@@ -42,12 +42,13 @@ if(suite_count EQUAL 0)
   message(FATAL_ERROR "${TEST_EXECUTABLE} --gtest_list_tests listed no suite:\n${listing}")
 endif()
 
+set(all_skipped_exit 77)  # CTest's usual "skipped" code
 set(content "# Written by cmake/discover_test_suites.cmake from ${TEST_EXECUTABLE}: ${suite_count} suites.\n")
 foreach(suite IN LISTS suites)
   string(APPEND content
     "add_test([==[${suite}]==] [==[${TEST_EXECUTABLE}]==] [==[--gtest_filter=${suite}.*]==])\n"
-    "set_tests_properties([==[${suite}]==] PROPERTIES TIMEOUT ${TIMEOUT} SKIP_RETURN_CODE 77"
-    " ENVIRONMENT PHASEBENCH_TESTS_ALL_SKIPPED_EXIT=77)\n")
+    "set_tests_properties([==[${suite}]==] PROPERTIES TIMEOUT ${TIMEOUT} SKIP_RETURN_CODE ${all_skipped_exit}"
+    " ENVIRONMENT PHASEBENCH_TESTS_ALL_SKIPPED_EXIT=${all_skipped_exit})\n")
 endforeach()
 # Written whole, then renamed: ctest never reads half a file.
 file(WRITE "${OUTPUT}.tmp" "${content}")
