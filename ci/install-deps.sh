@@ -1,24 +1,38 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package phasebench builds and tests with. Idempotent: when all are
+# Installs the Debian 12 packages phasebench builds, runs and tests with. Idempotent: when all are
 # present it only checks (about a second). Needs root (or sudo) for apt-get; the OpenMP Kokkos
 # (ci/install-kokkos.sh) goes to /opt/phasebench unless PHASEBENCH_KOKKOS_PREFIX says otherwise.
+#   bash ci/install-deps.sh          everything: building, running and testing (ci/test.sh)
+#   bash ci/install-deps.sh --run    what building and running the phasebench binary needs (ci/main.sh)
 set -euo pipefail
 
-packages=(
+case "${1:-}" in
+  "") with_tests=1 ;;
+  --run) with_tests=0 ;;
+  *) echo "install-deps: unknown argument '$1' (expected nothing, or --run)" >&2; exit 2 ;;
+esac
+
+run_packages=(
   g++ cmake ninja-build git pkg-config
-  libbenchmark-dev libgtest-dev googletest       # timing engine, tests
+  libbenchmark-dev                               # timing engine
   libcli11-dev nlohmann-json3-dev libfccp-dev     # command line, JSON, CSV parser
   libtorch-dev libopenblas0-openmp               # LibTorch (without OpenBLAS it uses reference BLAS)
   libdnnl-dev ocl-icd-opencl-dev                 # oneDNN (its CMake config needs OpenCL headers)
   libtrilinos-kokkos-dev                         # Kokkos
   libfftw3-dev                                   # FFTW (lior_memory_conv's FFT phase; optional)
-  libsqlite3-dev libpq-dev postgresql            # results history: SQLite file, PostgreSQL (server for tests)
+  libsqlite3-dev libpq-dev                       # results history: SQLite file, PostgreSQL client
+)
+test_packages=(
+  libgtest-dev googletest                        # the unit and integration tests
+  postgresql                                     # the PostgreSQL history tests start a server
   python3 python3-numpy                          # the dump round-trip test loads .npy with numpy
   python3-torch                                  # runs docs/check-your-code.md's PyTorch examples
   libbenchmark-tools python3-scipy               # Google Benchmark's compare.py, run on benchmark.json
   chromium                                       # the report test opens report.html headless
   clang-14 libclang-rt-14-dev                    # libFuzzer for the fuzz harnesses (ci/fuzz.sh)
 )
+packages=("${run_packages[@]}")
+if [ "$with_tests" -eq 1 ]; then packages+=("${test_packages[@]}"); fi
 
 missing=()
 for package in "${packages[@]}"; do

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# The README's main command: install the packages, build, run the benchmark suites at the default
-# size, write the HTML report beside the results (report.html in the run directory) and print
-# where both are. Extra arguments go to `phasebench run`
+# The README's main command: install what running needs, build the phasebench binary (with the
+# backends that can run on this machine), run the benchmark suites at the default size, write the
+# HTML report beside the results (report.html in the run directory) and print where both are. Extra arguments go to `phasebench run`
 # (e.g. `bash ci/main.sh --suite trainer2 --reps 20`). PHASEBENCH_SKIP_INSTALL=1 and
 # PHASEBENCH_SKIP_BUILD=1 leave out those steps (ci/gpu.sh configures and builds its own build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ -z "${PHASEBENCH_SKIP_INSTALL:-}" ]; then bash ci/install-deps.sh; fi
-if [ -z "${PHASEBENCH_SKIP_BUILD:-}" ]; then bash ci/build.sh; fi
+if [ -z "${PHASEBENCH_SKIP_INSTALL:-}" ]; then bash ci/install-deps.sh --run; fi
+if [ -z "${PHASEBENCH_SKIP_BUILD:-}" ]; then bash ci/build.sh --main; fi
 build_dir=${PHASEBENCH_BUILD_DIR:-build}
 run_log=$(mktemp)
 trap 'rm -f "$run_log"' EXIT
