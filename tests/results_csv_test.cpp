@@ -13,7 +13,7 @@ namespace pb {
 namespace {
 namespace fs = std::filesystem;
 
-// The contract's first 32 columns (README "Reading results"), in order, then the later additions.
+// The contract's first 32 columns (docs/file-formats.md "Columns"), in order, then the additions.
 const char* kGoldenResultsHeader =
     "run_id,suite,workload,size,backend,device,phase_index,phase,exact,status,reason,rel_l2_err,"
     "max_abs_err,tolerance,reps,median_ms,min_ms,max_ms,ci_low_ms,ci_high_ms,speedup_vs_prev,"
