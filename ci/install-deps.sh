@@ -18,6 +18,7 @@ packages=(
   libbenchmark-tools python3-scipy               # Google Benchmark's compare.py, run on benchmark.json
   chromium                                       # the report test opens report.html headless
   clang-14 libclang-rt-14-dev                    # libFuzzer for the fuzz harnesses (ci/fuzz.sh)
+  clang-format                                   # git clang-format on changed lines (ci/format-check.sh)
 )
 
 missing=()
