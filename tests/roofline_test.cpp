@@ -416,8 +416,9 @@ TEST(RooflineDevices, AGpuRowIsNeverMeasuredAgainstTheCpu) {
 TEST(RooflineDevices, DerivedColumnsUseTheDevicesCeilingsAndTheBf16PeakForBf16Phases) {
   catalog::WorkloadEntry entry;
   entry.name = "spinlock/cnn_rollout";
-  entry.phases = {PhaseInfo(0, "eager", "-"), PhaseInfo(1, "mixed_precision", "-", false, 1, 2, {Capability::Bf16}),
-                  PhaseInfo(2, "batching", "-", false)};
+  entry.phases = {PhaseInfo(0, "eager", "-"),
+                  PhaseInfo(1, "mixed_precision", "-").approximate().claims(1, 2).needing({Capability::Bf16}),
+                  PhaseInfo(2, "batching", "-").approximate()};
   entry.sizes["small"].work = {6e9, 0};  // 6 GFLOP per iteration, no declared bytes
   catalog::Catalog catalog;
   catalog.saved = true;

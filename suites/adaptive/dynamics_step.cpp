@@ -114,10 +114,6 @@ class DynamicsStep final : public Workload {
   }
 
   std::vector<PhaseInfo> phases() const override {
-    PhaseInfo detached(5, kDetachedState,
-                       "the state detached from the autograd graph between steps, so each step's graph is "
-                       "freed (the seed's NodeState.detach())");
-    detached.needs = {Capability::Autograd};
     return {
         {0, kBaseline,
          "the loop version: anxiety as three separate operations, phase scaling as a loop over the 4 "
@@ -125,10 +121,13 @@ class DynamicsStep final : public Workload {
         fusing_phase(1, kFusedAnxiety, "anxiety as one fused expression", kAnxietyRegion, 0.67),
         fusing_phase(2, kGatheredPhaseScale, "phase scale gathered by index (s[p]) instead of a loop over phases",
                      kPhaseScaleRegion, 0.83),
-        fusing_phase(3, kFusedHidden, "hidden update tanh(h + m (d + 0.1 u)) as one fused operation",
-                     kHiddenRegion, 0.67),
+        fusing_phase(3, kFusedHidden, "hidden update tanh(h + m (d + 0.1 u)) as one fused operation", kHiddenRegion,
+                     0.67),
         fusing_phase(4, kFusedEnergy, "energy update as a shortened chain", kEnergyRegion, 0.25),
-        detached,
+        PhaseInfo(5, kDetachedState,
+                  "the state detached from the autograd graph between steps, so each step's graph is "
+                  "freed (the seed's NodeState.detach())")
+            .needing({Capability::Autograd}),
         {6, kVectorizedCells,
          "beyond the seed, host cores (issue 28): all S steps of a block of 16 cells in one kernel, one "
          "cell per SIMD lane, the state in L1; the drive as a register-blocked product with the phase "

@@ -165,30 +165,31 @@ class Aggregate final : public Workload {
         {0, kBaseline,
          "the loop version: completed flows collected one by one (a host read of each flow's "
          "position), grouped in a hash map by (b, s), each group's tensors stacked and softmaxed"},
-        {1, kMaskCollection,
-         "completed flows and their keys from masks (one compaction, one host read of the keys); "
-         "grouping and per-group softmax as before. Seed: 50-70% less time collecting flows",
-         true, 2.0, 1 / 0.3},
-        {2, kSegmentSoftmax,
-         "one segment softmax over all groups (max, exp, sum + 1e-12, by scatter or by a sort) "
-         "and one index_add; no host read. Seed: 60-80% less time aggregating",
-         true, 2.5, 5.0},
+        PhaseInfo(1, kMaskCollection,
+                  "completed flows and their keys from masks (one compaction, one host read of the keys); "
+                  "grouping and per-group softmax as before. Seed: 50-70% less time collecting flows")
+            .claims(2.0, 1 / 0.3),
+        PhaseInfo(2, kSegmentSoftmax,
+                  "one segment softmax over all groups (max, exp, sum + 1e-12, by scatter or by a sort) "
+                  "and one index_add; no host read. Seed: 60-80% less time aggregating")
+            .claims(2.5, 5.0),
         {3, kNoCompaction,
          "beyond the seed: no compaction (nonzero makes a GPU wait for the count): flows not "
          "completed go to a spare cell, dropped at the end; each cell's sum divided once"},
         {4, kLegacyXyGrouping,
          "the original loop version as it was, bug included (baseline's loops with the bug's key): "
          "expected to be CAUGHT by the check, never timed (legacy_bug below)"},
-        {5, kBf16Weights,
-         "approximate, the original's default configuration since a commit after the seed "
-         "(collection_use_mixed_precision): the softmax weights in bf16 (omega read as bf16, fp32 "
-         "max, exp and sum, each weight rounded to bf16), the weighted sum in fp32",
-         false, PhaseInfo::kNoClaim, PhaseInfo::kNoClaim, {Capability::Bf16}},
-        {6, kOwnedCells,
-         "beyond the seed, exact (fp32 weights again): no groups; each thread owns a block of cells, "
-         "the completed flows are partitioned by owner in flow order, and each owner computes its "
-         "block (max, exp(omega - max), the sums, one division per cell); no atomics, sort or allocation",
-         true, PhaseInfo::kNoClaim, PhaseInfo::kNoClaim, {}, {kBf16Weights}},
+        PhaseInfo(5, kBf16Weights,
+                  "approximate, the original's default configuration since a commit after the seed "
+                  "(collection_use_mixed_precision): the softmax weights in bf16 (omega read as bf16, fp32 "
+                  "max, exp and sum, each weight rounded to bf16), the weighted sum in fp32")
+            .approximate()
+            .needing({Capability::Bf16}),
+        PhaseInfo(6, kOwnedCells,
+                  "beyond the seed, exact (fp32 weights again): no groups; each thread owns a block of cells, "
+                  "the completed flows are partitioned by owner in flow order, and each owner computes its "
+                  "block (max, exp(omega - max), the sums, one division per cell); no atomics, sort or allocation")
+            .turning_off({kBf16Weights}),
         {7, kVectorizedFlows,
          "beyond the seed, exact, host cores: no partition; each thread forms the keys and omegas of "
          "its slice of the flows 16 at a time (SIMD lanes) and keeps each cell's max, then its sums "

@@ -111,20 +111,20 @@ class Bayesian final : public Workload {
          "as the original before the seed (kernels/bayesian.py since its first commit): the branch "
          "taken on the device, torch.where(Z > eps, w F / (Z + eps), F) (a select kernel, a mask "
          "product elsewhere), op by op, no host sync"},
-        {1, kCompiled,
-         "the seed's only change: torch.compile of compute_evidence_weights and bayesian_posterior: "
-         "TorchScript in LibTorch, fused kernels (or post-op chains) elsewhere",
-         true, 1.5, 3.0},
-        {2, kHostReadBranch,
-         "an extra, not the original's code nor the seed's, claiming nothing: the baseline with Z "
-         "read back by the host (one host sync) to choose between w F / (Z + eps) and F; compiled "
-         "turned off, so phase 0 is what it compares with",
-         true, PhaseInfo::kNoClaim, PhaseInfo::kNoClaim, {}, {kCompiled}},
-        {3, kVectorizedWeights,
-         "beyond the seed, on the device branch (host_read_branch turned off): compiled's two passes "
-         "as loops the compiler vectorizes, the weights from a polynomial exp within 1 ulp of expf "
-         "instead of a libm call per value; what the bound of the update asks for (docs/geometry.md)",
-         true, PhaseInfo::kNoClaim, PhaseInfo::kNoClaim, {}, {kHostReadBranch}},
+        PhaseInfo(1, kCompiled,
+                  "the seed's only change: torch.compile of compute_evidence_weights and bayesian_posterior: "
+                  "TorchScript in LibTorch, fused kernels (or post-op chains) elsewhere")
+            .claims(1.5, 3.0),
+        PhaseInfo(2, kHostReadBranch,
+                  "an extra, not the original's code nor the seed's, claiming nothing: the baseline with Z "
+                  "read back by the host (one host sync) to choose between w F / (Z + eps) and F; compiled "
+                  "turned off, so phase 0 is what it compares with")
+            .turning_off({kCompiled}),
+        PhaseInfo(3, kVectorizedWeights,
+                  "beyond the seed, on the device branch (host_read_branch turned off): compiled's two passes "
+                  "as loops the compiler vectorizes, the weights from a polynomial exp within 1 ulp of expf "
+                  "instead of a libm call per value; what the bound of the update asks for (docs/geometry.md)")
+            .turning_off({kHostReadBranch}),
         {4, kStreamedStores,
          "beyond the seed: vectorized_weights with the posterior and Lambda written by non-temporal "
          "stores (no read of each output line before it is written, and no output left in the caches "

@@ -66,10 +66,10 @@ class Christoffel final : public Workload {
          "as the original: per rho a cloned x with column rho shifted, each of the 2d + 1 metrics "
          "evaluated on its own, the explicit inverse, and four nested loops over (lam, mu, nu, rho) "
          "accumulating one slice of Gamma per step"},
-        {1, kContraction,
-         "the seed: shifted points by broadcasting (no clones), S from the derivative tensor in "
-         "three whole-array terms, and one contraction '...lr,...mnr->...lmn'",
-         true, ref::kDim, ref::kDim},
+        PhaseInfo(1, kContraction,
+                  "the seed: shifted points by broadcasting (no clones), S from the derivative tensor in "
+                  "three whole-array terms, and one contraction '...lr,...mnr->...lmn'")
+            .claims(ref::kDim, ref::kDim),
         {2, kBatchedMetric, "beyond the seed: all 2d + 1 metric evaluations in one batched network call"},
         {3, kSolve, "beyond the seed: G Gamma = S / 2 solved by LU instead of forming G^-1 (exact)"},
         {4, kSeedRepeatedTerm,

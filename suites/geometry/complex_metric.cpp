@@ -68,10 +68,10 @@ class ComplexMetric final : public Workload {
         {0, kBaseline,
          "as the original k1_wedge and k2_tensor: for each (m, n) its pair matrix, then one "
          "contraction over all items into Phi[..., m, n] (2 d^2 = 128 contractions)"},
-        {1, kBatchedContraction,
-         "the seed: every pair matrix at once into G[m,n,S,S], then one batched contraction per "
-         "output ('bki,mnij,bkj->bkmn')",
-         true, 64, 64},
+        PhaseInfo(1, kBatchedContraction,
+                  "the seed: every pair matrix at once into G[m,n,S,S], then one batched contraction per "
+                  "output ('bki,mnij,bkj->bkmn')")
+            .claims(64, 64),
         {2, kSharedPairs,
          "beyond the seed: the S(S+1)/2 = 10 products psi_i psi_j once per item, shared by Phi and "
          "Theta, contracted with the pair matrices folded over i <= j; where the backend can, only "

@@ -89,16 +89,17 @@ class LiorMemoryConv final : public Workload {
         {1, kFftConv,
          "beyond the seed: the causal convolution as zero-padded real FFTs of length 2N, a pointwise "
          "product and the inverse: O(N log N) instead of O(N^2)"},
-        {2, kHostTaps,
-         "an extra, not the original's forward, claiming nothing: the kernel weights read back to the "
-         "host (one counted host sync), the N taps built there and copied to the device, then the "
-         "direct convolution; device_taps and fft_conv turned off, so phase 0 is what it compares with",
-         true, PhaseInfo::kNoClaim, PhaseInfo::kNoClaim, {}, {kDeviceTaps, kFftConv}},
-        {3, kBlockedFft,
-         "beyond the seed (host_taps turned off; device taps and fft_conv's transforms): the lines in chunks of "
-         "a few, each chunk padded, transformed, multiplied, transformed back and blended while it is in cache, "
-         "the chunks split across the threads; what the bound of the FFT form asks for (docs/geometry.md)",
-         true, PhaseInfo::kNoClaim, PhaseInfo::kNoClaim, {}, {kHostTaps}},
+        PhaseInfo(2, kHostTaps,
+                  "an extra, not the original's forward, claiming nothing: the kernel weights read back to the "
+                  "host (one counted host sync), the N taps built there and copied to the device, then the "
+                  "direct convolution; device_taps and fft_conv turned off, so phase 0 is what it compares with")
+            .turning_off({kDeviceTaps, kFftConv}),
+        PhaseInfo(
+            3, kBlockedFft,
+            "beyond the seed (host_taps turned off; device taps and fft_conv's transforms): the lines in chunks of "
+            "a few, each chunk padded, transformed, multiplied, transformed back and blended while it is in cache, "
+            "the chunks split across the threads; what the bound of the FFT form asks for (docs/geometry.md)")
+            .turning_off({kHostTaps}),
     };
   }
 

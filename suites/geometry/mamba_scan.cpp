@@ -111,11 +111,11 @@ class MambaScan final : public Workload {
          "every state-independent projection (in_proj, Br/Bi + LN16, gate) for all t as one matrix "
          "product before the loop, up and out_proj for all t after it; only the 16-wide recurrence "
          "stays sequential"},
-        {2, kParallelScan,
-         "the recurrence as an associative scan over the 16x16 step maps M(w_t): prefix products "
-         "within chunks of sqrt(L) steps (batched over chunks), a sequential carry across chunks "
-         "(the seed says the loop cannot be optimized away; reorders the sums: budgeted)",
-         false},
+        PhaseInfo(2, kParallelScan,
+                  "the recurrence as an associative scan over the 16x16 step maps M(w_t): prefix products "
+                  "within chunks of sqrt(L) steps (batched over chunks), a sequential carry across chunks "
+                  "(the seed says the loop cannot be optimized away; reorders the sums: budgeted)")
+            .approximate(),
     };
   }
 

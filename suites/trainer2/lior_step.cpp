@@ -76,10 +76,9 @@ class LiorStep final : public Workload {
         {0, kBaseline,
          "as the original: s computed twice (in lior_step and for the metrics), each of the "
          "three means read back separately (3 host syncs)"},
-        {1, kBatchedMetrics,
-         "the three means gathered on the device and read with one transfer (1 host sync)", true,
-         1.03, 1.05},
-        {3, kFusedLiorSpd, "s computed once and returned with dlior", true, 1.02, 1.03},
+        PhaseInfo(1, kBatchedMetrics, "the three means gathered on the device and read with one transfer (1 host sync)")
+            .claims(1.03, 1.05),
+        PhaseInfo(3, kFusedLiorSpd, "s computed once and returned with dlior").claims(1.02, 1.03),
         {8, kFusedQuadraticForm,
          "beyond the seed: the quadratic form, clamp, +eps and sqrt fused into as few operations "
          "as the backend allows (where phase 3 still runs them op by op)"},
