@@ -506,7 +506,7 @@ TEST(RooflineDevices, TheGpuProbeRunsOncePerPhysicalDeviceThenItsCacheIsRead) {
   fs::remove_all(cache);
 }
 
-// A workload's latency chain (issue 28): a row of 100 bytes in 0.2 us is at a few percent of any
+// A workload's latency chain: a row of 100 bytes in 0.2 us is at a few percent of any
 // bandwidth, but its chain takes 0.1 us on this host: it is at 50% of what binds it, "latency".
 ResultRow tiny_row(const std::string& device, double median_ms) {
   ResultRow row;
@@ -560,7 +560,7 @@ TEST(RooflineLatency, TheHostsFloorsAreNotAGpusAndTravelInMachineJson) {
   EXPECT_THROW(roofline::from_json(broken), InputError);
 }
 
-// energy_flow/aggregate's scatter floor (issue 28): work that splits over the run's threads, so
+// energy_flow/aggregate's scatter floor: work that splits over the run's threads, so
 // the floor is one thread's time over them, and a row it binds says "scatter", not "latency".
 TEST(RooflineLatency, AScatterFloorSplitsOverTheThreadsAndNamesItsBound) {
   for (int threads : {1, 2}) {

@@ -29,7 +29,7 @@ namespace {
 constexpr double kCoveredShare = 0.8;  // of the B H W cells, each given one completed flow
 constexpr int64_t kNotCompletedEvery = 8;  // one flow in 8 is not completed
 constexpr int kMaxSteps = 30;
-constexpr double kBf16WeightsBudget = 1e-2;  // outputs_for: the measured error and its margin
+constexpr double kBf16WeightsBudget = 1e-2;  // outputs_for says why (docs/energy_flow.md: the figures)
 
 struct FlowDraft {
   int64_t cell = 0;  // b H W + iy W + ix
@@ -106,10 +106,9 @@ class Aggregate final : public Workload {
   // Even seeds give the first completed flow omega = 100 (its energy scaled to that, sign kept):
   // in its group the softmax is e^0 = 1 for it and below e^-92 for the rest (random omega <= 8),
   // while a softmax that does not subtract the max overflows, e^100 > FLT_MAX = e^88.7 (and one
-  // that adds it, e^200). Random inputs never reach the overflow the max is subtracted against: a
-  // LibTorch variant that added it survived a mutation run, and at omega = 60 (until issue 28) so
-  // did a Kokkos owned_cells that did not subtract it (e^60 fits in fp32). Odd seeds keep every
-  // energy as drawn.
+  // that adds it, e^200). Random inputs never reach the overflow the max is subtracted against, and
+  // at omega = 60 neither does a variant that forgets to subtract it (e^60 fits in fp32): both pass
+  // a random-input run. Odd seeds keep every energy as drawn.
   static void make_first_completed_flow_dominant(const std::vector<FlowDraft>& drafts, const HostArray& position,
                                                  const HostArray& steps, HostArray& energy) {
     constexpr double kDominantWeight = 100;
@@ -221,7 +220,7 @@ class Aggregate final : public Workload {
     return {2 * flows + 35 * completed, 34 * flows + 4.0 * l.cells()};
   }
 
-  // The grouping's least work (issue 28): however a variant groups the flows, each completed flow
+  // The grouping's least work: however a variant groups the flows, each completed flow
   // must reach its own output cell, an address no prefetcher predicts (the flows come shuffled), and
   // every output cell is written; the bytes (1.75 MB) and flops price that at microseconds. The
   // chain is that work alone, keys and values formed outside the timing: the cells zeroed, then one

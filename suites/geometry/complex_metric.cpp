@@ -54,8 +54,8 @@ class ComplexMetric final : public Workload {
 
   // Each value is a sum of 16 products psi_i M_ij psi_j, M itself 1/2 of a difference or sum of
   // two 4-term dot products of gamma entries: ~40 fp32 roundings in a short, well-conditioned
-  // sum (measured rel_l2_err 0.8-1.2e-7 on every backend and phase by `phasebench verify` at all sizes);
-  // phasebench's fp32 default 1e-5 leaves two orders of margin and still catches a wrong index.
+  // sum; phasebench's fp32 default 1e-5 leaves two orders of margin over what verify finds
+  // (docs/geometry.md) and still catches a wrong index.
   std::vector<OutputSpec> outputs() const override {
     const std::string reason =
         "fp32: 16 products psi_i M_ij psi_j over 1/2 of two 4-term gamma products, reassociated by "

@@ -57,8 +57,8 @@ class LiorMemoryConv final : public Workload {
 
   // The direct form sums up to N fp32 products per value; the taps decay like e^-t, so a
   // value's sum is dominated by its ~10 nearest lags and its fp32 error stays at about one ulp of
-  // |out|: measured 3.5e-8 .. 8e-8 at the default size (every backend, 2 seeds) once the taps'
-  // normalization sums tail first (reference/'s taps() says why). 1e-5, the suite's fp32 default,
+  // |out| (docs/geometry.md, Tolerances) once the taps' normalization sums tail first (reference/'s
+  // taps() says why). 1e-5, the suite's fp32 default,
   // leaves room for any summation order of the taps and of the causal sum.
   std::vector<OutputSpec> outputs() const override {
     return {{kOutput, 1e-5,

@@ -35,8 +35,8 @@ class MambaScan final : public Workload {
   // weights U(0.9, 1.1). theta U(-pi, pi); omega U(-0.2, 0.2); sigma U(0.8, 0.84). The definition
   // does not normalize the state: its norm is a random multiplicative walk (each step multiplies
   // it by s_k and by the norm of a complex pair of w), and z squares it, so fp32 overflows once
-  // |state| passes ~1e19. These ranges put the mean log-gain near 0 (measured: scale ~0.82 is
-  // neutral) with a narrow spread, so at the default L = 256 the state stays within ~1e+-10
+  // |state| passes ~1e19. These ranges put the mean log-gain near 0 (docs/geometry.md) with a
+  // narrow spread, so at the default L = 256 the state stays within ~1e+-10
   // (docs/geometry.md). At the small size (L = 9, no overflow possible) the two sigmas that reach
   // the output, sigma_0 and sigma_4 (the state's other components are structurally zero), are
   // drawn below 0.5 and above 2, so both ends of the clamp are exercised where verify runs most.

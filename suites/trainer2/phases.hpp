@@ -22,16 +22,16 @@ inline constexpr const char* kHoistedRetrievalBatch = "hoisted_retrieval_batch";
 inline constexpr const char* kLastStepAct = "last_step_act";
 inline constexpr const char* kDeferredMetrics = "deferred_metrics";
 inline constexpr const char* kTemporalBlocking = "temporal_blocking";
-// trainer2/rotor_update only: on a host, the update on the calling thread (issue 28).
+// trainer2/rotor_update only: on a host, the update on the calling thread.
 inline constexpr const char* kCallingThreadRotor = "calling_thread_rotor";
 // trainer2/lior_step only (its catalog is lior_step.cpp's): the quadratic form fused.
 inline constexpr const char* kFusedQuadraticForm = "fused_quadratic_form";
-// trainer2/lior_step only: s, dlior and the three sums in one pass over the rows (issue 28).
+// trainer2/lior_step only: s, dlior and the three sums in one pass over the rows.
 inline constexpr const char* kSinglePassLior = "single_pass_lior";
-// trainer2/window and train_step, on host cores: temporal_blocking's kernels as SIMD code (issue 28).
+// trainer2/window and train_step, on host cores: temporal_blocking's kernels as SIMD code.
 inline constexpr const char* kVectorizedWindow = "vectorized_window";
 // trainer2/retrieval, on host cores: jit_fusion's kernel as SIMD code, act's row kept in
-// registers across blocks of 8 candidates (issue 28).
+// registers across blocks of 8 candidates.
 inline constexpr const char* kVectorizedRetrieval = "vectorized_retrieval";
 
 inline PhaseInfo trainer2_phase(int index) {

@@ -82,8 +82,8 @@ ArrayMap make_train_step_inputs(SizeClass size, uint64_t seed) {
   return in;
 }
 
-// Tolerances from the serial fp32 reference against the fp64 oracle, measured over seeds 1-3 at
-// the default size (the worst case over the variants is the serial sums of the reference).
+// Tolerances: fp32 round-off bounds with a margin over the serial fp32 reference's error against the
+// fp64 oracle, whose serial sums are the worst case of the variants (figures: docs/trainer2.md).
 std::vector<OutputSpec> window_output_specs(const std::string& prefix) {
   const std::string curvature =
       "R = mean |F| over up to 200,704 complex values as a serial fp32 sum: off by ~sqrt(N) ulp "
