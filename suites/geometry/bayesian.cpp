@@ -95,11 +95,8 @@ class Bayesian final : public Workload {
 
   std::vector<OutputSpec> outputs() const override {
     return {{kPosterior, 1e-4,
-             "w F / Z, Z a sum of up to 4.2M positive fp32 terms (large), in double (reference, "
-             "Kokkos, CUDA partials), pairwise (LibTorch) or per site then over sites (oneDNN): "
-             "each posterior value carries Z's error, ~1e-7 to 1e-6, plus exp of arguments up to ~20 "
-             "(~1e-6); 1e-4 keeps a margin for a device's sum order (a plain serial fp32 sum, which "
-             "loses 3e-3 at large, is a defect it does not admit)"},
+             "w F / Z: Z's error as a sum of up to 4.2M positive terms, plus exp's; room for any accurate "
+             "sum order, none for a serial fp32 sum (docs/geometry.md)"},
             {kFieldPlusUpdate, 1e-5,
              "F + lambda (posterior - F): fp32 subtraction and product per value, a few ulp of |F| "
              "(the posterior is ~1/Z of F); 1e-5 is the fp32 default"}};

@@ -54,10 +54,8 @@ class Christoffel final : public Workload {
 
   std::vector<OutputSpec> outputs() const override {
     return {{kGamma, kFp32Budget,
-             "fp32 central differences with e = 1e-4: the rounded step (x + e in fp32) and the "
-             "cancellation in G(x+e) - G(x-e) leave 2-3 digits; the serial fp32 reference measures "
-             "5.4e-3 to 8.2e-3 against fp64 (all sizes, seeds 1-3) and the variants' other orders of "
-             "summation land in the same range: budget 2e-2, 2.4x the worst"}};
+             "fp32 central differences with e = 1e-4 keep 2-3 digits; a margin over the serial fp32 "
+             "reference's worst (docs/geometry.md)"}};
   }
 
   std::vector<PhaseInfo> phases() const override {
@@ -79,7 +77,7 @@ class Christoffel final : public Workload {
          "not an optimization: the next commit's S = 2 d_rho G_mu,nu - d_mu G_nu,rho, declared a "
          "known bug, reported CAUGHT, never timed"},
         {6, kVectorizedPoints,
-         "beyond the seed, host cores (issue 28): 16 points per block, one per SIMD lane; erf, tanh "
+         "beyond the seed, host cores: 16 points per block, one per SIMD lane; erf, tanh "
          "and softplus as polynomials that vectorize; h, G, its derivatives and S kept as their 36 "
          "symmetric entries; the solve for the 36 right-hand sides mu <= nu with per-lane pivoting"},
     };

@@ -58,8 +58,8 @@ class ComplexMetric final : public Workload {
   // (docs/geometry.md) and still catches a wrong index.
   std::vector<OutputSpec> outputs() const override {
     const std::string reason =
-        "fp32: 16 products psi_i M_ij psi_j over 1/2 of two 4-term gamma products, reassociated by "
-        "the batched and shared-pair forms: measured ~1e-7, default 1e-5";
+        "fp32: 16 products psi_i M_ij psi_j over 1/2 of two 4-term gamma products, in any association: "
+        "the fp32 default";
     return {{kPhi, 1e-5, reason}, {kTheta, 1e-5, reason}};
   }
 
@@ -77,7 +77,7 @@ class ComplexMetric final : public Workload {
          "Theta, contracted with the pair matrices folded over i <= j; where the backend can, only "
          "the upper triangle, the rest by (anti)symmetry"},
         {3, kEntryVectors,
-         "beyond the seed (issue 28): Q_mn = psi^T 1/2 gamma_m gamma_n psi as four SIMD registers, "
+         "beyond the seed: Q_mn = psi^T 1/2 gamma_m gamma_n psi as four SIMD registers, "
          "one multiply-add per pair psi_i psi_j against weights laid out by pair, then Phi = Q - Q^T "
          "and Theta = Q + Q^T by register permutes, stored as they lie; host cores only"},
     };

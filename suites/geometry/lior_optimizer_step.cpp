@@ -66,9 +66,8 @@ class LiorOptimizerStep final : public Workload {
     const size_t tensors = parameter_shapes(SizeClass::Default).size();
     for (size_t j = 0; j < tensors; ++j)
       specs.push_back({param_name(static_cast<int>(j)), 1e-5,
-                       "fp32: one multiply-subtract per value (~1 ulp of p); R's fp32 error (~1e-6) enters "
-                       "scaled by the step's size relative to p (~2e-3; ~1 for the even seeds' scalar gate "
-                       "near 0, measured 1.2e-7 there): the fp32 default 1e-5"});
+                       "fp32: one multiply-subtract per value, plus R's fp32 error scaled by the step's size "
+                       "relative to p: the fp32 default"});
     return specs;
   }
 

@@ -223,10 +223,8 @@ class CnnRollout final : public Workload {
 
   OutputSpec model_change_check(int steps) const {
     OutputSpec spec{kTrajectory, kModelChangeBound,
-                    "GroupNorm(8) pools the statistics of C/8 channels: another operator of the "
-                    "family, O(1) away from InstanceNorm per application (about 0.74 of the operator's output "
-                    "at the default size), so only its scale is bounded here; its math is checked "
-                    "against its own fp64 model"};
+                    "GroupNorm(8) is another operator, O(1) away from InstanceNorm: only its scale is bounded "
+                    "here; its math is checked against its own fp64 model"};
     spec.per_step = true;
     spec.step_budget.assign(steps, kModelChangeBound);
     return spec;

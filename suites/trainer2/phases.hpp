@@ -86,7 +86,7 @@ inline PhaseInfo trainer2_phase(int index) {
       return {12, kCallingThreadRotor,
               "beyond the seed (rotor_update, on a host): the copy of the input angles and the 8 slot "
               "updates in one kernel on the calling thread (Kokkos::Serial): a parallel region's fork "
-              "and join cost about 30 times the whole update"};
+              "and join cost more than the whole update"};
     case 13:
       return {13, kVectorizedWindow,
               "beyond the seed (window and train_step, on host cores): temporal_blocking's two heavy "
