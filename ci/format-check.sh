@@ -18,7 +18,7 @@ if ! command -v git-clang-format >/dev/null || ! command -v clang-format >/dev/n
 fi
 
 # git-clang-format 14 exits 0 whether or not it has a diff to print (later versions exit 1), so
-# the stage reads its output.
+# the stage reads its output: a diff, or nothing (or a note) when the lines are formatted.
 output=$(git clang-format --binary clang-format --diff "$base" HEAD -- '*.cpp' '*.hpp' '*.cu' '*.cuh' '*.h')
 if grep -q '^diff --git' <<<"$output"; then
   printf '%s\n' "$output"
@@ -26,5 +26,5 @@ if grep -q '^diff --git' <<<"$output"; then
     "\`git clang-format $base\` applies the diff above" >&2
   exit 1
 fi
-echo "format-check: $output"
+[ -z "$output" ] || echo "format-check: $output"
 echo "format-check: the lines changed since $base are formatted"
