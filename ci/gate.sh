@@ -188,10 +188,9 @@ if [ "$mode_arg" != --record ] && [ -z "$interleaved" ]; then
   fi
 fi
 
-# The machine's load around the suite: under load the gate's verdicts were measured to be less
-# reliable (docs/regression-gate.md, measurement 4: in CPU time at a load average of 2.6-5.3 on
-# 2 vCPUs, 1.5% of rows false alarms against a baseline, 0.4% interleaved; heavier load was not
-# measured), so a busy run says so beside its verdict, with the figures of the method in use.
+# The machine's load around the suite: under load the gate's verdicts are less reliable (the
+# false-alarm rates by load: docs/regression-gate.md, measurement 4), so a busy run says so beside
+# its verdict, with the figures of the method in use.
 load_now() { cut -d' ' -f1 /proc/loadavg 2> /dev/null || echo 0; }
 busy_warning() {
   local highest=$1 cores limit measured

@@ -30,6 +30,7 @@ test_packages=(
   libbenchmark-tools python3-scipy               # Google Benchmark's compare.py, run on benchmark.json
   chromium                                       # the report test opens report.html headless
   clang-14 libclang-rt-14-dev                    # libFuzzer for the fuzz harnesses (ci/fuzz.sh)
+  clang-format                                   # git clang-format on changed lines (ci/format-check.sh)
 )
 packages=("${run_packages[@]}")
 if [ "$with_tests" -eq 1 ]; then packages+=("${test_packages[@]}"); fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How well `run` tells a disturbed row from an undisturbed one (issue 29; docs/regression-gate.md).
+# How well `run` tells a disturbed row from an undisturbed one (docs/regression-gate.md).
 #
 #   bash ci/measure-interference.sh OUT_DIR [QUIET_RUNS] [BUSY_RUNS]
 #

@@ -109,7 +109,7 @@ __attribute__((noinline)) void sigmoid_of(const Lanes& z, Lanes& out) { out = ds
 __attribute__((noinline)) void variance_of(const Lanes* h, int64_t H, Lanes& out) { out = ds::variance_lanes(h, H); }
 
 // Within 3 ulp of 1 / (1 + e^-z) in fp64 for |z| <= 87, on both branches (z >= 0 and below):
-// exp_normal's ulp, the division's and the product's half ulps (2.4 measured); past the clamp, 1
+// exp_normal's ulp, the division's and the product's half ulps; past the clamp, 1
 // above 87 and within 2e-38 of the true value below -87.
 TEST(AdaptiveDynamicsVectorized, SigmoidWithinThreeUlpsOnBothBranches) {
   double worst_ulps = 0;
@@ -189,10 +189,10 @@ TEST(AdaptiveDynamicsVectorized, TransposeChunksCoverARowAndStopAtItsEnd) {
 }
 
 // A block of `count` cells (1 to 16) after every step against the fp64 oracle: h, e and a within
-// the fp32 reference's own error over the same cells times 1.5 (measured 1.0-1.1x at 16 cells),
-// plus 5e-7, four float ulps relative (2^-23 = 1.2e-7 each): over one to three cells the error is
-// that of a few values, and the reference's may round a value or two closer by chance (measured:
-// 2.1e-7 where the reference's was 2.3e-8, energy of 2 cells). A wrong term is orders larger.
+// the fp32 reference's own error over the same cells times 1.5, plus 5e-7, four float ulps
+// relative (2^-23 = 1.2e-7 each): over one to three cells the error is that of a few values, and
+// the reference's may round a value or two closer by chance (docs/adaptive.md). A wrong term is
+// orders larger.
 // Nothing is written past the count.
 // Both forms of the input: I = H (u = x, the default and large sizes) and I != H (u = W[:, :I] x,
 // the small size), and widths of 16 and more that are not multiples of 16 (the transposes' tails).

@@ -1,9 +1,9 @@
 // How phasebench processes end. A supervisor (of `run` and `verify`) and every command that uses no
 // backend only ask the device runtimes what devices there are; with a CUDA LibTorch on an H200 the
-// library teardown after those questions died of SIGSEGV once the results were written: the
-// buffered summary was lost and exit 0 became 139 (issue 26). Such processes now end without that
-// teardown (runner.hpp, exit_without_library_teardown). Where CUDA is present these tests take the
-// path that crashed; everywhere they check that nothing printed is lost on the way out (stdout is a
+// library teardown after those questions can die of SIGSEGV once the results are written, losing
+// the buffered summary and turning exit 0 into 139. Such processes end without that teardown
+// (runner.hpp, exit_without_library_teardown). Where CUDA is present these tests take the path
+// that teardown would crash on; everywhere they check that nothing printed is lost on the way out (stdout is a
 // pipe here, so fully buffered, as in a CI job's log).
 
 #include <gtest/gtest.h>

@@ -63,10 +63,9 @@ std::vector<float> grid(double low, double high, double step) {
 }
 
 // GELU by the normal tail: within 1 ulp + 4e-8 of the fp64 formula ½ v (1 + erf(v/√2)) on [-12, 12]
-// (measured: 1 ulp + 2.6e-8 with FMA, + 3.3e-8 in the baseline build; the excess is the tail's few
-// ulp for negative v, absolute errors far below the 6e-8 resolution of the O(1) sums a GELU feeds),
-// and closer than the fp32 formula with libm's erff, whose 1 + erf cancels for negative v
-// (1 ulp + 8.3e-8).
+// (the excess is the tail's few ulp for negative v, absolute errors far below the 6e-8 resolution
+// of the O(1) sums a GELU feeds), and closer than the fp32 formula with libm's erff, whose 1 + erf
+// cancels for negative v. The errors each build reaches: docs/geometry.md.
 TEST(GeometryChristoffelVectorized, GeluWithinAnUlpAndAFractionOfTheFp64Formula) {
   const std::vector<float> v = grid(-12, 12, 1.7e-4);
   const std::vector<float> mine = lanewise(v, [](const Lanes& in, Lanes& out) { out = cs::gelu_lanes(in); });
@@ -84,8 +83,7 @@ TEST(GeometryChristoffelVectorized, GeluWithinAnUlpAndAFractionOfTheFp64Formula)
 }
 
 // tanh by Lambert's continued fraction: within 1.6e-7 absolute for |y| <= 1 and 3.5e-7 beyond
-// (measured 1.5e-7 and 2.9e-7 with FMA, 1.25e-7 and 3.4e-7 in the baseline build; libm's tanhf:
-// 1.0e-7), also near ±1, where it may pass 1 by an ulp or two (harmless in
+// (docs/geometry.md), also near ±1, where it may pass 1 by an ulp or two (harmless in
 // h = 0.1 tanh, added to entries of size ~1); odd.
 TEST(GeometryChristoffelVectorized, TanhWithinItsBoundsAndOdd) {
   const std::vector<float> y = grid(-14, 14, 1.3e-4);
@@ -105,8 +103,7 @@ TEST(GeometryChristoffelVectorized, TanhWithinItsBoundsAndOdd) {
   EXPECT_GT(worst_far, 0.0);  // the grid reaches where the fraction is least accurate
 }
 
-// softplus: within 2.2 ulp of log(1 + e^z) in fp64 (measured 1.8 with FMA, 2.1 in the baseline
-// build; libm's log1pf(expf(z)): 1.5), z itself above 20
+// softplus: within 2.2 ulp of log(1 + e^z) in fp64 (docs/geometry.md), z itself above 20
 // as the reference's threshold (there the two differ by e^-20 relative, below fp32's resolution).
 // R is squared into G: a log1p 3 ulp off showed in Γ as 25% more error than the fp32 reference's.
 TEST(GeometryChristoffelVectorized, SoftplusWithinTwoUlps) {
@@ -122,8 +119,7 @@ TEST(GeometryChristoffelVectorized, SoftplusWithinTwoUlps) {
     worst_ulps = std::max(worst_ulps, std::fabs(mine[i] - exact) / float_ulp(exact));
   }
   EXPECT_LE(worst_ulps, 2.2);
-  // log(1 + t) itself on [0, 1], where its two cases (u above or below √2) meet: within 1.7 ulp
-  // (measured 1.3 with FMA, 1.6 in the baseline build).
+  // log(1 + t) itself on [0, 1], where its two cases (u above or below √2) meet: within 1.7 ulp.
   const std::vector<float> t = grid(0, 1, 3e-6);
   const std::vector<float> log1p = lanewise(t, [](const Lanes& in, Lanes& out) { out = cs::log1p_unit_lanes(in); });
   double worst_log_ulps = 0;
@@ -294,8 +290,8 @@ __attribute__((noinline)) void run_block_of(const cs::PreparedWeights& w, const 
 }
 
 // A block of `count` points (1 to 16) against the fp64 oracle: Γ within the fp32 reference's own
-// error over the same points times 1.5 (fp32 central differences leave 2-3 digits; measured here
-// 1.02-1.24x the reference's, in the baseline build), every (μ, ν) and (ν, μ) equal, and nothing
+// error over the same points times 1.5 (fp32 central differences leave 2-3 digits; the block's
+// other order of summation lands near the reference's), every (μ, ν) and (ν, μ) equal, and nothing
 // written past the count.
 TEST(GeometryChristoffelVectorized, BlockFollowsTheOracleAtEveryPointCount) {
   const Network network(11);

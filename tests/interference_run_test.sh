@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Interference detection under real competing work (issue 29): ci/measure-interference.sh runs a
+# Interference detection under real competing work: ci/measure-interference.sh runs a
 # small selection once on the machine as it is and once beside one busy-looping process per core
 # (started and stopped by it, bounded in time). Asserted: the quiet run flags no row (when the
 # machine was quiet by its own stage-level measurement: otherwise its flags are not false alarms;

@@ -1,5 +1,5 @@
-// The history page's charts: the x axis counts runs, so it labels whole runs, each once (issue 29:
-// three runs were labelled "0 1 2 2", the scale's ticks at halves rounded).
+// The history page's charts: the x axis counts runs, so it labels whole runs, each once (ticks at
+// halves, rounded, would label three runs "0 1 2 2").
 
 #include <gtest/gtest.h>
 

@@ -143,7 +143,7 @@ TEST(Report, ShowsTheMachinesAndTheirRooflines) {
   EXPECT_NE(html.find(">" + report::format_number(peak) + " GFLOP/s fp32"), std::string::npos) << "compute ceiling";
 }
 
-// A run whose machine was busy (issue 29): the machines table says so and a section names each
+// A run whose machine was busy: the machines table says so and a section names each
 // disturbed row with why; a quiet run has no such section.
 TEST(Report, NamesTheRowsOtherWorkDisturbedAndHowBusyTheMachineWas) {
   EXPECT_EQ(render_runs({kRunA}).find("id=\"disturbed\""), std::string::npos) << "no disturbed row, no section";

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Rules a grep can hold the repository to (issue 11): variants ask the phase plan, never a phase
+# Rules a grep can hold the repository to: variants ask the phase plan, never a phase
 # number; the repository refers to nothing outside itself.
 set -uo pipefail
 root=${1:?usage: repository_rules.sh REPOSITORY_ROOT}

@@ -416,8 +416,9 @@ TEST(RooflineDevices, AGpuRowIsNeverMeasuredAgainstTheCpu) {
 TEST(RooflineDevices, DerivedColumnsUseTheDevicesCeilingsAndTheBf16PeakForBf16Phases) {
   catalog::WorkloadEntry entry;
   entry.name = "spinlock/cnn_rollout";
-  entry.phases = {PhaseInfo(0, "eager", "-"), PhaseInfo(1, "mixed_precision", "-", false, 1, 2, {Capability::Bf16}),
-                  PhaseInfo(2, "batching", "-", false)};
+  entry.phases = {PhaseInfo(0, "eager", "-"),
+                  PhaseInfo(1, "mixed_precision", "-").approximate().claims(1, 2).needing({Capability::Bf16}),
+                  PhaseInfo(2, "batching", "-").approximate()};
   entry.sizes["small"].work = {6e9, 0};  // 6 GFLOP per iteration, no declared bytes
   catalog::Catalog catalog;
   catalog.saved = true;
@@ -505,7 +506,7 @@ TEST(RooflineDevices, TheGpuProbeRunsOncePerPhysicalDeviceThenItsCacheIsRead) {
   fs::remove_all(cache);
 }
 
-// A workload's latency chain (issue 28): a row of 100 bytes in 0.2 us is at a few percent of any
+// A workload's latency chain: a row of 100 bytes in 0.2 us is at a few percent of any
 // bandwidth, but its chain takes 0.1 us on this host: it is at 50% of what binds it, "latency".
 ResultRow tiny_row(const std::string& device, double median_ms) {
   ResultRow row;
@@ -559,7 +560,7 @@ TEST(RooflineLatency, TheHostsFloorsAreNotAGpusAndTravelInMachineJson) {
   EXPECT_THROW(roofline::from_json(broken), InputError);
 }
 
-// energy_flow/aggregate's scatter floor (issue 28): work that splits over the run's threads, so
+// energy_flow/aggregate's scatter floor: work that splits over the run's threads, so
 // the floor is one thread's time over them, and a row it binds says "scatter", not "latency".
 TEST(RooflineLatency, AScatterFloorSplitsOverTheThreadsAndNamesItsBound) {
   for (int threads : {1, 2}) {

@@ -70,9 +70,9 @@ TEST(FitRepetitions, ABudgetTooSmallForThreeEachGivesTheSlowestCasesFewerButEver
   EXPECT_GT(expected, 0);
 }
 
-// A GPU node, as measured on an H200 (issue 26): variants take milliseconds (a repetition is then
-// the 50 ms minimum), the serial fp32 references seconds. Three repetitions of each did not fit a
-// 120 s budget; with the floor at one they do, and the variants keep more than the references.
+// A GPU node such as an H200: variants take milliseconds (a repetition is then the minimum
+// length), the serial fp32 references seconds. Three repetitions of each do not fit the budget;
+// with the floor at one they do, and the variants keep more than the references.
 TEST(FitRepetitions, OnAGpuNodeTheSerialReferencesDropBelowThreeAndTheBudgetHolds) {
   std::vector<CaseTiming> timings(90, costing(0.052));
   for (int i = 0; i < 8; ++i) timings.push_back(costing(3));

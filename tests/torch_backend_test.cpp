@@ -1,6 +1,6 @@
 // The torch backend's fp32 settings: every torch phase computes fp32 in fp32, never in TF32 (which
-// PyTorch allows cuDNN by default on Ampere and later GPUs, and which broke the exact spinlock
-// phases on an H200: issue 26), and machine.json records the settings the rows were measured with.
+// PyTorch allows cuDNN by default on Ampere and later GPUs, and which breaks the exact spinlock
+// phases on an H200), and machine.json records the settings the rows were measured with.
 
 #include <gtest/gtest.h>
 

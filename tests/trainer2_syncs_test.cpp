@@ -48,7 +48,7 @@ TEST(Trainer2Syncs, FallFromThreePerStepToOnePerWindow) {
   std::filesystem::remove_all(out);
 }
 
-// rotor_update's calling_thread_rotor (issue 28): the copy and the 8 updates are one kernel on the
+// rotor_update's calling_thread_rotor: the copy and the 8 updates are one kernel on the
 // calling thread, where vectorized_rotor dispatches two parallel ones; neither reads to the host.
 // (verify checks its numbers; this, that it is the one kernel it says.)
 TEST(Trainer2Rotor, TheCallingThreadsUpdateIsOneKernelAndNoSync) {

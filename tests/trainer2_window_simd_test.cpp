@@ -100,8 +100,8 @@ TEST(Trainer2WindowSimd, EveryBlockFollowsTheReferenceStepsAndSumsItsModuli) {
       const Window window = random_window({5, 4, channels}, steps);
       const Expected want = reference_window(window);
       const Result got = run_blocks(window, all_blocks(window.grid));
-      // fp32 steps against fp64 ones over at most 6 steps of a 5 x 4 grid: measured <= 8e-8 (F) and
-      // <= 9.1e-8 (P) in the baseline build; 4e-7 leaves room for FMA contraction and other compilers,
+      // fp32 steps against fp64 ones over at most 6 steps of a 5 x 4 grid (docs/trainer2.md); 4e-7
+      // leaves room for FMA contraction and other compilers,
       // and is what a neighbour read from the wrong buffer (a row past the grid, F_t overwritten
       // by F_{t+1}) exceeds.
       EXPECT_LT(relative_l2(got.F, want.F), 4e-7);

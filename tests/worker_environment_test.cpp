@@ -1,6 +1,6 @@
-// The workers' environment: OpenMP's waiting threads bounded (issue 29: GOMP_SPINCOUNT=10000 unless
-// the user chose, with GOMP_SPINCOUNT or OMP_WAIT_POLICY) and freed memory kept for reuse (issue
-// 28: glibc tunables unless the user set a malloc one), and machine.json says which phasebench set.
+// The workers' environment: OpenMP's waiting threads bounded (GOMP_SPINCOUNT=10000 unless the user
+// chose, with GOMP_SPINCOUNT or OMP_WAIT_POLICY) and freed memory kept for reuse (glibc tunables
+// unless the user set a malloc one), and machine.json says which phasebench set.
 
 #include <gtest/gtest.h>
 

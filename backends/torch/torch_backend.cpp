@@ -169,8 +169,8 @@ class QuietLibraryWarnings {
 
 // PyTorch lets cuDNN compute fp32 convolutions in TF32 by default (and cuBLAS fp32 matmuls where
 // float32_matmul_precision allows) on Ampere and later GPUs: a 10-bit mantissa, so an exact phase
-// would not compute what it claims (on an H200 the spinlock rollouts' exact phases failed their
-// fp32 budgets by 8x to 18x, issue 26). Every torch phase here computes in fp32; TF32 is an
+// would not compute what it claims (on an H200 the spinlock rollouts' exact phases fail their fp32
+// budgets in TF32: docs/spinlock.md). Every torch phase here computes in fp32; TF32 is an
 // approximation a ladder would have to declare as a phase of its own. The legacy setters exist
 // from LibTorch 1.7 to 2.x and keep the newer per-backend precision settings consistent.
 void compute_fp32_in_fp32() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The microbenchmarks behind the measured reasons in the limit sections (issue 28): builds them
+# The microbenchmarks behind the measured reasons in the limit sections: builds them
 # with the system's g++ (OpenMP; FFTW single precision for fftw_chunks) into DIR and runs the
 # cases the docs quote. Timings, not tests: run it on an idle machine and read the spread.
 #

@@ -30,8 +30,8 @@ struct Rate {
 
 // A sum in 128 independent lanes, so that it vectorizes (one float sum may not be reordered) into
 // 8 independent vector accumulators at AVX-512, as the roofline probe's read sweep: with one
-// accumulator (16 lanes) each vector add waits for the last one, and the loop measured the add's
-// latency (~16 B per cycle and thread), not the memory.
+// accumulator (16 lanes) each vector add waits for the last one, and the loop measures the add's
+// latency (about 16 B per cycle and thread), not the memory.
 float lane_sum(const float* x, size_t n) {
   constexpr size_t kLanes = 128;
   float lanes[kLanes] = {};

@@ -53,9 +53,8 @@ PB_HOST_DEVICE inline Scalar update_component(Scalar posterior, Scalar f) {
 
 /// The whole update: f, e, posterior and update are real views [Nx,Ny,D,D,2]. Returns Z.
 /// Z is accumulated in double for every Scalar: a serial float sum of the 4.2M positive terms of
-/// the large size loses 3e-3 of Z (measured: once the sum is ~1e6 each new term of ~0.5 is
-/// rounded by up to 1/16 of itself), a defect of the summation, not the accuracy fp32 data allow
-/// (LibTorch's pairwise fp32 sum: 2e-8).
+/// the large size loses digits (once the sum is ~1e6 each new term of ~0.5 is rounded by up to 1/16
+/// of itself), a defect of the summation, not the accuracy fp32 data allow (docs/geometry.md).
 template <typename Scalar>
 Scalar bayesian_update(const Scalar* f, const Scalar* e, const FieldShape& s, Scalar* posterior, Scalar* update) {
   const int64_t n = s.complex_count();

@@ -63,7 +63,7 @@ PB_HOST_DEVICE inline Scalar kernel_value(const Scalar* p, Scalar tau) {
 
 /// The N taps k_t = K(t+1) / (|sum K| + 1e-8). The sum runs from the tail: past t ~ 20 every K is the
 /// clamped floor (~1e-9), which vanishes when added to a running sum of ~0.5 in fp32 (ulp 6e-8):
-/// summed head first, N = 4096 taps lose 5e-6 of the sum (measured), tail first they keep it.
+/// summed head first, N = 4096 taps lose part of the sum (docs/geometry.md), tail first they keep it.
 template <typename Scalar>
 void taps(const Scalar* p, int64_t n, Scalar* k) {
   for (int64_t t = 0; t < n; ++t) k[t] = kernel_value(p, Scalar(t + 1));

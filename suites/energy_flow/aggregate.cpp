@@ -29,7 +29,7 @@ namespace {
 constexpr double kCoveredShare = 0.8;  // of the B H W cells, each given one completed flow
 constexpr int64_t kNotCompletedEvery = 8;  // one flow in 8 is not completed
 constexpr int kMaxSteps = 30;
-constexpr double kBf16WeightsBudget = 1e-2;  // outputs_for: the measured error and its margin
+constexpr double kBf16WeightsBudget = 1e-2;  // outputs_for says why (docs/energy_flow.md: the figures)
 
 struct FlowDraft {
   int64_t cell = 0;  // b H W + iy W + ix
@@ -106,10 +106,9 @@ class Aggregate final : public Workload {
   // Even seeds give the first completed flow omega = 100 (its energy scaled to that, sign kept):
   // in its group the softmax is e^0 = 1 for it and below e^-92 for the rest (random omega <= 8),
   // while a softmax that does not subtract the max overflows, e^100 > FLT_MAX = e^88.7 (and one
-  // that adds it, e^200). Random inputs never reach the overflow the max is subtracted against: a
-  // LibTorch variant that added it survived a mutation run, and at omega = 60 (until issue 28) so
-  // did a Kokkos owned_cells that did not subtract it (e^60 fits in fp32). Odd seeds keep every
-  // energy as drawn.
+  // that adds it, e^200). Random inputs never reach the overflow the max is subtracted against, and
+  // at omega = 60 neither does a variant that forgets to subtract it (e^60 fits in fp32): both pass
+  // a random-input run. Odd seeds keep every energy as drawn.
   static void make_first_completed_flow_dominant(const std::vector<FlowDraft>& drafts, const HostArray& position,
                                                  const HostArray& steps, HostArray& energy) {
     constexpr double kDominantWeight = 100;
@@ -155,9 +154,8 @@ class Aggregate final : public Workload {
 
   std::vector<OutputSpec> outputs() const override {
     return {{kAggregated, 1e-5,
-             "each value is a softmax-weighted mean of its group's energies (about 4 flows at the "
-             "default size, at most a few dozen): fp32 exp, a sum of positive weights and one "
-             "division, a few ulp (~1e-7) whatever the summation order; 1e-5 is the fp32 default"}};
+             "a softmax-weighted mean of a group's few energies: fp32 exp, a positive sum and one division, a "
+             "few ulp in any order; the fp32 default"}};
   }
 
   std::vector<PhaseInfo> phases() const override {
@@ -165,30 +163,31 @@ class Aggregate final : public Workload {
         {0, kBaseline,
          "the loop version: completed flows collected one by one (a host read of each flow's "
          "position), grouped in a hash map by (b, s), each group's tensors stacked and softmaxed"},
-        {1, kMaskCollection,
-         "completed flows and their keys from masks (one compaction, one host read of the keys); "
-         "grouping and per-group softmax as before. Seed: 50-70% less time collecting flows",
-         true, 2.0, 1 / 0.3},
-        {2, kSegmentSoftmax,
-         "one segment softmax over all groups (max, exp, sum + 1e-12, by scatter or by a sort) "
-         "and one index_add; no host read. Seed: 60-80% less time aggregating",
-         true, 2.5, 5.0},
+        PhaseInfo(1, kMaskCollection,
+                  "completed flows and their keys from masks (one compaction, one host read of the keys); "
+                  "grouping and per-group softmax as before. Seed: 50-70% less time collecting flows")
+            .claims(2.0, 1 / 0.3),
+        PhaseInfo(2, kSegmentSoftmax,
+                  "one segment softmax over all groups (max, exp, sum + 1e-12, by scatter or by a sort) "
+                  "and one index_add; no host read. Seed: 60-80% less time aggregating")
+            .claims(2.5, 5.0),
         {3, kNoCompaction,
          "beyond the seed: no compaction (nonzero makes a GPU wait for the count): flows not "
          "completed go to a spare cell, dropped at the end; each cell's sum divided once"},
         {4, kLegacyXyGrouping,
          "the original loop version as it was, bug included (baseline's loops with the bug's key): "
          "expected to be CAUGHT by the check, never timed (legacy_bug below)"},
-        {5, kBf16Weights,
-         "approximate, the original's default configuration since a commit after the seed "
-         "(collection_use_mixed_precision): the softmax weights in bf16 (omega read as bf16, fp32 "
-         "max, exp and sum, each weight rounded to bf16), the weighted sum in fp32",
-         false, PhaseInfo::kNoClaim, PhaseInfo::kNoClaim, {Capability::Bf16}},
-        {6, kOwnedCells,
-         "beyond the seed, exact (fp32 weights again): no groups; each thread owns a block of cells, "
-         "the completed flows are partitioned by owner in flow order, and each owner computes its "
-         "block (max, exp(omega - max), the sums, one division per cell); no atomics, sort or allocation",
-         true, PhaseInfo::kNoClaim, PhaseInfo::kNoClaim, {}, {kBf16Weights}},
+        PhaseInfo(5, kBf16Weights,
+                  "approximate, the original's default configuration since a commit after the seed "
+                  "(collection_use_mixed_precision): the softmax weights in bf16 (omega read as bf16, fp32 "
+                  "max, exp and sum, each weight rounded to bf16), the weighted sum in fp32")
+            .approximate()
+            .needing({Capability::Bf16}),
+        PhaseInfo(6, kOwnedCells,
+                  "beyond the seed, exact (fp32 weights again): no groups; each thread owns a block of cells, "
+                  "the completed flows are partitioned by owner in flow order, and each owner computes its "
+                  "block (max, exp(omega - max), the sums, one division per cell); no atomics, sort or allocation")
+            .turning_off({kBf16Weights}),
         {7, kVectorizedFlows,
          "beyond the seed, exact, host cores: no partition; each thread forms the keys and omegas of "
          "its slice of the flows 16 at a time (SIMD lanes) and keeps each cell's max, then its sums "
@@ -199,10 +198,8 @@ class Aggregate final : public Workload {
   std::vector<OutputSpec> outputs_for(int phase, SizeClass /*size*/) const override {
     if (!derive_phase_plan(phases(), phase, {Capability::Bf16}).has(kBf16Weights)) return outputs();
     return {{kAggregated, kBf16WeightsBudget,
-             "bf16 weights: measured rel_l2_err 8.8e-5..4.8e-4 (small) and 2.3e-3..2.7e-3 (default), seeds "
-             "1-3, torch and Kokkos alike; mostly omega read as bf16 (spacing 2^-5 for omega in [4, 8): "
-             "exp(omega - max) off by up to 1.6%), then 2^-9 per weight. 1e-2, the bf16 default, is 3.6x "
-             "the worst measured and covers the 7e-3 reported of the original"}};
+             "bf16 weights: omega read as bf16, then 2^-9 per weight; the bf16 default, with a margin over the "
+             "worst measured (docs/energy_flow.md)"}};
   }
 
   // Compulsory work of one iteration (README "Declared work"). A flop is one add, subtract,
@@ -220,7 +217,7 @@ class Aggregate final : public Workload {
     return {2 * flows + 35 * completed, 34 * flows + 4.0 * l.cells()};
   }
 
-  // The grouping's least work (issue 28): however a variant groups the flows, each completed flow
+  // The grouping's least work: however a variant groups the flows, each completed flow
   // must reach its own output cell, an address no prefetcher predicts (the flows come shuffled), and
   // every output cell is written; the bytes (1.75 MB) and flops price that at microseconds. The
   // chain is that work alone, keys and values formed outside the timing: the cells zeroed, then one

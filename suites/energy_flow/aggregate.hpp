@@ -37,7 +37,7 @@ inline constexpr const char* kBf16Weights = "bf16_weights";
 inline constexpr const char* kOwnedCells = "owned_cells";
 // Beyond the seed (Kokkos, host cores): 16 flows per SIMD step, each thread its own copy of the cells.
 inline constexpr const char* kVectorizedFlows = "vectorized_flows";
-// Not an optimization: the original's bug, declared as such (PhaseInfo::known_bug), must be CAUGHT.
+// Not an optimization: the original's bug, declared as such (aggregate.cpp's KnownBugRegistration), must be CAUGHT.
 inline constexpr const char* kLegacyXyGrouping = "legacy_xy_grouping";
 
 inline ref::Lattice lattice(SizeClass size) {

@@ -95,11 +95,8 @@ class Bayesian final : public Workload {
 
   std::vector<OutputSpec> outputs() const override {
     return {{kPosterior, 1e-4,
-             "w F / Z, Z a sum of up to 4.2M positive fp32 terms (large), in double (reference, "
-             "Kokkos, CUDA partials), pairwise (LibTorch) or per site then over sites (oneDNN): "
-             "each posterior value carries Z's error, ~1e-7 to 1e-6, plus exp of arguments up to ~20 "
-             "(~1e-6); 1e-4 keeps a margin for a device's sum order (a plain serial fp32 sum, which "
-             "loses 3e-3 at large, is a defect it does not admit)"},
+             "w F / Z: Z's error as a sum of up to 4.2M positive terms, plus exp's; room for any accurate "
+             "sum order, none for a serial fp32 sum (docs/geometry.md)"},
             {kFieldPlusUpdate, 1e-5,
              "F + lambda (posterior - F): fp32 subtraction and product per value, a few ulp of |F| "
              "(the posterior is ~1/Z of F); 1e-5 is the fp32 default"}};
@@ -111,20 +108,20 @@ class Bayesian final : public Workload {
          "as the original before the seed (kernels/bayesian.py since its first commit): the branch "
          "taken on the device, torch.where(Z > eps, w F / (Z + eps), F) (a select kernel, a mask "
          "product elsewhere), op by op, no host sync"},
-        {1, kCompiled,
-         "the seed's only change: torch.compile of compute_evidence_weights and bayesian_posterior: "
-         "TorchScript in LibTorch, fused kernels (or post-op chains) elsewhere",
-         true, 1.5, 3.0},
-        {2, kHostReadBranch,
-         "an extra, not the original's code nor the seed's, claiming nothing: the baseline with Z "
-         "read back by the host (one host sync) to choose between w F / (Z + eps) and F; compiled "
-         "turned off, so phase 0 is what it compares with",
-         true, PhaseInfo::kNoClaim, PhaseInfo::kNoClaim, {}, {kCompiled}},
-        {3, kVectorizedWeights,
-         "beyond the seed, on the device branch (host_read_branch turned off): compiled's two passes "
-         "as loops the compiler vectorizes, the weights from a polynomial exp within 1 ulp of expf "
-         "instead of a libm call per value; what the bound of the update asks for (docs/geometry.md)",
-         true, PhaseInfo::kNoClaim, PhaseInfo::kNoClaim, {}, {kHostReadBranch}},
+        PhaseInfo(1, kCompiled,
+                  "the seed's only change: torch.compile of compute_evidence_weights and bayesian_posterior: "
+                  "TorchScript in LibTorch, fused kernels (or post-op chains) elsewhere")
+            .claims(1.5, 3.0),
+        PhaseInfo(2, kHostReadBranch,
+                  "an extra, not the original's code nor the seed's, claiming nothing: the baseline with Z "
+                  "read back by the host (one host sync) to choose between w F / (Z + eps) and F; compiled "
+                  "turned off, so phase 0 is what it compares with")
+            .turning_off({kCompiled}),
+        PhaseInfo(3, kVectorizedWeights,
+                  "beyond the seed, on the device branch (host_read_branch turned off): compiled's two passes "
+                  "as loops the compiler vectorizes, the weights from a polynomial exp within 1 ulp of expf "
+                  "instead of a libm call per value; what the bound of the update asks for (docs/geometry.md)")
+            .turning_off({kHostReadBranch}),
         {4, kStreamedStores,
          "beyond the seed: vectorized_weights with the posterior and Lambda written by non-temporal "
          "stores (no read of each output line before it is written, and no output left in the caches "

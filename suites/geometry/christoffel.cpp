@@ -54,10 +54,8 @@ class Christoffel final : public Workload {
 
   std::vector<OutputSpec> outputs() const override {
     return {{kGamma, kFp32Budget,
-             "fp32 central differences with e = 1e-4: the rounded step (x + e in fp32) and the "
-             "cancellation in G(x+e) - G(x-e) leave 2-3 digits; the serial fp32 reference measures "
-             "5.4e-3 to 8.2e-3 against fp64 (all sizes, seeds 1-3) and the variants' other orders of "
-             "summation land in the same range: budget 2e-2, 2.4x the worst"}};
+             "fp32 central differences with e = 1e-4 keep 2-3 digits; a margin over the serial fp32 "
+             "reference's worst (docs/geometry.md)"}};
   }
 
   std::vector<PhaseInfo> phases() const override {
@@ -66,10 +64,10 @@ class Christoffel final : public Workload {
          "as the original: per rho a cloned x with column rho shifted, each of the 2d + 1 metrics "
          "evaluated on its own, the explicit inverse, and four nested loops over (lam, mu, nu, rho) "
          "accumulating one slice of Gamma per step"},
-        {1, kContraction,
-         "the seed: shifted points by broadcasting (no clones), S from the derivative tensor in "
-         "three whole-array terms, and one contraction '...lr,...mnr->...lmn'",
-         true, ref::kDim, ref::kDim},
+        PhaseInfo(1, kContraction,
+                  "the seed: shifted points by broadcasting (no clones), S from the derivative tensor in "
+                  "three whole-array terms, and one contraction '...lr,...mnr->...lmn'")
+            .claims(ref::kDim, ref::kDim),
         {2, kBatchedMetric, "beyond the seed: all 2d + 1 metric evaluations in one batched network call"},
         {3, kSolve, "beyond the seed: G Gamma = S / 2 solved by LU instead of forming G^-1 (exact)"},
         {4, kSeedRepeatedTerm,
@@ -79,7 +77,7 @@ class Christoffel final : public Workload {
          "not an optimization: the next commit's S = 2 d_rho G_mu,nu - d_mu G_nu,rho, declared a "
          "known bug, reported CAUGHT, never timed"},
         {6, kVectorizedPoints,
-         "beyond the seed, host cores (issue 28): 16 points per block, one per SIMD lane; erf, tanh "
+         "beyond the seed, host cores: 16 points per block, one per SIMD lane; erf, tanh "
          "and softplus as polynomials that vectorize; h, G, its derivatives and S kept as their 36 "
          "symmetric entries; the solve for the 36 right-hand sides mu <= nu with per-lane pivoting"},
     };

@@ -50,10 +50,10 @@ class Hamiltonian final : public Workload {
         {1, kDepthwiseStencil,
          "one depthwise stencil over all channels at once (the original's grouped conv2d, with a "
          "periodic halo), kinetic and potential terms still separate ops"},
-        {2, kCompiled,
-         "the seed's torch.compile of hamiltonian_evolution: TorchScript in LibTorch, one fused "
-         "stencil + potential kernel (or one primitive with post-ops) elsewhere",
-         true, 1.5, 3.0},
+        PhaseInfo(2, kCompiled,
+                  "the seed's torch.compile of hamiltonian_evolution: TorchScript in LibTorch, one fused "
+                  "stencil + potential kernel (or one primitive with post-ops) elsewhere")
+            .claims(1.5, 3.0),
         {3, kVectorizedStencil,
          "beyond the seed: one pass in which each site's D*D channels are one contiguous run, read "
          "beside the same runs of its four neighbours (found once per site, not per value) and "

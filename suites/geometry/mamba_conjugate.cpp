@@ -65,7 +65,7 @@ class MambaConjugate final : public Workload {
          "beyond the seed: each result written in one pass over x (x * [1,-1,...,-1]), no clone "
          "to read back"},
         {3, kSignVectors,
-         "beyond the seed (issue 28): both results in one kernel over blocks of rows, each row of 8 "
+         "beyond the seed: both results in one kernel over blocks of rows, each row of 8 "
          "multiplied by the constant signs {1, -1, ..., -1} in SIMD registers; host cores only"},
     };
   }

@@ -118,19 +118,24 @@ class CnnRollout final : public Workload {
         {0, kEager,
          "the unoptimized port: conv, InstanceNorm and GELU op by op into fresh buffers, each "
          "realization in its own call (the original's micro-batch loop)"},
-        {1, kCompileFusion, "conv -> norm -> GELU fused per block, and the policy update fused in", true, 1.5, 2.0},
-        {2, kMixedPrecision, "bf16 operands with fp32 accumulation (approximate)", false, 1.8, 2.0,
-         {Capability::Bf16}},
-        {3, kOperatorOpts,
-         "GroupNorm(8) for InstanceNorm and tanh-GELU (a model change: approximate), ping-pong buffers",
-         false, 1.2, 1.3},
-        {4, kBatching, "all M realizations in one call", false, 1.5, 2.0},
-        {5, kProfileGuided, "what profiling this backend showed: layouts, primitive reuse, threads", false, 1.3, 1.3},
-        {6, kExactFast,
-         "beyond the seed: every exact optimization (fusion, ping-pong buffers, batching, tuned "
-         "layouts) in fp32, with the exact model",
-         true, PhaseInfo::kNoClaim, PhaseInfo::kNoClaim, {},
-         {kMixedPrecision, kOperatorOpts}},
+        PhaseInfo(1, kCompileFusion, "conv -> norm -> GELU fused per block, and the policy update fused in")
+            .claims(1.5, 2.0),
+        PhaseInfo(2, kMixedPrecision, "bf16 operands with fp32 accumulation (approximate)")
+            .approximate()
+            .claims(1.8, 2.0)
+            .needing({Capability::Bf16}),
+        PhaseInfo(3, kOperatorOpts,
+                  "GroupNorm(8) for InstanceNorm and tanh-GELU (a model change: approximate), ping-pong buffers")
+            .approximate()
+            .claims(1.2, 1.3),
+        PhaseInfo(4, kBatching, "all M realizations in one call").approximate().claims(1.5, 2.0),
+        PhaseInfo(5, kProfileGuided, "what profiling this backend showed: layouts, primitive reuse, threads")
+            .approximate()
+            .claims(1.3, 1.3),
+        PhaseInfo(6, kExactFast,
+                  "beyond the seed: every exact optimization (fusion, ping-pong buffers, batching, tuned "
+                  "layouts) in fp32, with the exact model")
+            .turning_off({kMixedPrecision, kOperatorOpts}),
     };
   }
 
@@ -218,10 +223,8 @@ class CnnRollout final : public Workload {
 
   OutputSpec model_change_check(int steps) const {
     OutputSpec spec{kTrajectory, kModelChangeBound,
-                    "GroupNorm(8) pools the statistics of C/8 channels: another operator of the "
-                    "family, O(1) away from InstanceNorm per application (about 0.74 of the operator's output "
-                    "at the default size), so only its scale is bounded here; its math is checked "
-                    "against its own fp64 model"};
+                    "GroupNorm(8) is another operator, O(1) away from InstanceNorm: only its scale is bounded "
+                    "here; its math is checked against its own fp64 model"};
     spec.per_step = true;
     spec.step_budget.assign(steps, kModelChangeBound);
     return spec;

@@ -22,16 +22,16 @@ inline constexpr const char* kHoistedRetrievalBatch = "hoisted_retrieval_batch";
 inline constexpr const char* kLastStepAct = "last_step_act";
 inline constexpr const char* kDeferredMetrics = "deferred_metrics";
 inline constexpr const char* kTemporalBlocking = "temporal_blocking";
-// trainer2/rotor_update only: on a host, the update on the calling thread (issue 28).
+// trainer2/rotor_update only: on a host, the update on the calling thread.
 inline constexpr const char* kCallingThreadRotor = "calling_thread_rotor";
 // trainer2/lior_step only (its catalog is lior_step.cpp's): the quadratic form fused.
 inline constexpr const char* kFusedQuadraticForm = "fused_quadratic_form";
-// trainer2/lior_step only: s, dlior and the three sums in one pass over the rows (issue 28).
+// trainer2/lior_step only: s, dlior and the three sums in one pass over the rows.
 inline constexpr const char* kSinglePassLior = "single_pass_lior";
-// trainer2/window and train_step, on host cores: temporal_blocking's kernels as SIMD code (issue 28).
+// trainer2/window and train_step, on host cores: temporal_blocking's kernels as SIMD code.
 inline constexpr const char* kVectorizedWindow = "vectorized_window";
 // trainer2/retrieval, on host cores: jit_fusion's kernel as SIMD code, act's row kept in
-// registers across blocks of 8 candidates (issue 28).
+// registers across blocks of 8 candidates.
 inline constexpr const char* kVectorizedRetrieval = "vectorized_retrieval";
 
 inline PhaseInfo trainer2_phase(int index) {
@@ -42,26 +42,29 @@ inline PhaseInfo trainer2_phase(int index) {
               "out-of-place accumulation, per-pair host reads in the rotor update, retrieval batch "
               "rebuilt each step"};
     case 1:
-      return {1, kBatchedMetrics, "the 3 progress metrics gathered on the device, read with one transfer",
-              true, 1.03, 1.05};
+      return PhaseInfo(1, kBatchedMetrics, "the 3 progress metrics gathered on the device, read with one transfer")
+          .claims(1.03, 1.05);
     case 2:
-      return {2, kVectorizedRotor, "rotor update with gathered indices and one index_add, no host reads",
-              true, 1.02, 1.03};
+      return PhaseInfo(2, kVectorizedRotor, "rotor update with gathered indices and one index_add, no host reads")
+          .claims(1.02, 1.03);
     case 3:
-      return {3, kFusedLiorSpd, "s computed once and returned with dlior", true, 1.02, 1.03};
+      return PhaseInfo(3, kFusedLiorSpd, "s computed once and returned with dlior").claims(1.02, 1.03);
     case 4:
-      return {4, kJitFusion,
-              "the retrieval step compiled as one fused function (TorchScript for LibTorch; one "
-              "kernel elsewhere)", true, 1.01, 1.02};
+      return PhaseInfo(4, kJitFusion,
+                       "the retrieval step compiled as one fused function (TorchScript for LibTorch; one "
+                       "kernel elsewhere)")
+          .claims(1.01, 1.02);
     case 5:
-      return {5, kAdaptiveCleanup,
-              "allocator cache emptied only when device memory use > 90% and every 50 windows",
-              true, 1.01, 1.02, {Capability::CachingAllocator}, {}};
+      return PhaseInfo(5, kAdaptiveCleanup,
+                       "allocator cache emptied only when device memory use > 90% and every 50 windows")
+          .claims(1.01, 1.02)
+          .needing({Capability::CachingAllocator});
     case 6:
-      return {6, kInPlace, "vel_acc accumulated in place; buffers preallocated", true, 1.0, 1.01};
+      return PhaseInfo(6, kInPlace, "vel_acc accumulated in place; buffers preallocated").claims(1.0, 1.01);
     case 7:
-      return {7, kGraphCapture, "the whole window captured once as a device graph after warm-up and replayed",
-              true, 1.15, 1.25, {Capability::GraphCapture}, {}};
+      return PhaseInfo(7, kGraphCapture, "the whole window captured once as a device graph after warm-up and replayed")
+          .claims(1.15, 1.25)
+          .needing({Capability::GraphCapture});
     case 8:
       return {8, kHoistedRetrievalBatch,
               "beyond the seed: the retrieval batch (query, candidates) depends only on the "
@@ -83,7 +86,7 @@ inline PhaseInfo trainer2_phase(int index) {
       return {12, kCallingThreadRotor,
               "beyond the seed (rotor_update, on a host): the copy of the input angles and the 8 slot "
               "updates in one kernel on the calling thread (Kokkos::Serial): a parallel region's fork "
-              "and join cost about 30 times the whole update"};
+              "and join cost more than the whole update"};
     case 13:
       return {13, kVectorizedWindow,
               "beyond the seed (window and train_step, on host cores): temporal_blocking's two heavy "

@@ -42,9 +42,10 @@ struct CheckResult {
 CheckResult check_outputs(const ArrayMap& produced, const ArrayMap& reference,
                           const std::vector<OutputSpec>& specs);
 
-/// The verdict on a variant that reproduces `known_bug` on purpose (PhaseInfo::known_bug): a FAIL
-/// becomes CAUGHT (the check did its job; the reason names the bug and by how much it is off), an
-/// OK becomes a FAIL (the check has lost its teeth). Other statuses stay as they are.
+/// The verdict on a variant that reproduces `known_bug` on purpose (a KnownBugRegistration,
+/// known_bugs.hpp): a FAIL becomes CAUGHT (the check did its job; the reason names the bug and by
+/// how much it is off), an OK becomes a FAIL (the check has lost its teeth). Other statuses stay as
+/// they are.
 CheckResult judge_known_bug(CheckResult check, const std::string& known_bug);
 
 /// Relative L2 error; with an all-zero reference it falls back to the absolute L2 norm.

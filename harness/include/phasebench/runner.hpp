@@ -43,7 +43,7 @@ struct Case {
   SizeClass size = SizeClass::Default;
   PhasePlan plan;                           // the optimizations in effect, from the catalog
   std::optional<CannotRun> capability_gap;  // set when the device lacks what the phase needs
-  std::string known_bug;                    // the catalog's PhaseInfo::known_bug: its check must disagree
+  std::string known_bug;                    // known_bug() of this phase (known_bugs.hpp): its check must disagree
 
   /// "suite/workload/backend/phase": what --filter matches and failures print.
   std::string id() const;
@@ -111,10 +111,10 @@ size_t finalize_backends();
 /// Ends a process that initialized no backend (a supervisor of `run` or `verify`, `list`,
 /// `compare`, `report`): flushes every output stream, then exits with `code` without running the
 /// libraries' exit-time teardown. Such a process only asked the device runtimes what devices there
-/// are; with a CUDA LibTorch on an H200 the teardown that followed those questions died of SIGSEGV
-/// after the results were written, losing the buffered summary and turning exit 0 into 139
-/// (issue 26), while a process that used the device exited cleanly. Under LeakSanitizer the leak
-/// check, which would have run at exit, runs first.
+/// are; with a CUDA LibTorch (on an H200) the teardown that follows those questions can die of
+/// SIGSEGV after the results are written, losing the buffered summary and turning exit 0 into 139,
+/// while a process that used the device exits cleanly. Under LeakSanitizer the leak check, which
+/// would run at exit, runs first.
 [[noreturn]] void exit_without_library_teardown(int code);
 
 }  // namespace pb

@@ -30,17 +30,35 @@ struct PhaseInfo {
   static constexpr double kNoClaim = std::numeric_limits<double>::quiet_NaN();
 
   PhaseInfo() = default;
-  PhaseInfo(int phase_index, std::string phase_name, std::string what_it_changes, bool is_exact = true,
-            double claim_min = kNoClaim, double claim_max = kNoClaim, std::vector<Capability> needed = {},
-            std::vector<std::string> turned_off = {})
-      : index(phase_index),
-        name(std::move(phase_name)),
-        description(std::move(what_it_changes)),
-        exact(is_exact),
-        claimed_min(claim_min),
-        claimed_max(claim_max),
-        needs(std::move(needed)),
-        switches_off(std::move(turned_off)) {}
+  PhaseInfo(int phase_index, std::string phase_name, std::string what_it_changes)
+      : index(phase_index), name(std::move(phase_name)), description(std::move(what_it_changes)) {}
+
+  // The other fields by name, chained on the three above:
+  //   PhaseInfo(2, "mixed_precision", "bf16 operands").approximate().claims(1.8, 2.0).needing({Capability::Bf16})
+  PhaseInfo& approximate() & {
+    exact = false;
+    return *this;
+  }
+  PhaseInfo& claims(double min_ratio, double max_ratio) & {
+    claimed_min = min_ratio;
+    claimed_max = max_ratio;
+    return *this;
+  }
+  PhaseInfo& needing(std::vector<Capability> capabilities) & {
+    needs = std::move(capabilities);
+    return *this;
+  }
+  PhaseInfo& turning_off(std::vector<std::string> phase_names) & {
+    switches_off = std::move(phase_names);
+    return *this;
+  }
+  // The same on a temporary, so that a catalog entry is one expression.
+  PhaseInfo&& approximate() && { return std::move(approximate()); }
+  PhaseInfo&& claims(double min_ratio, double max_ratio) && { return std::move(claims(min_ratio, max_ratio)); }
+  PhaseInfo&& needing(std::vector<Capability> capabilities) && { return std::move(needing(std::move(capabilities))); }
+  PhaseInfo&& turning_off(std::vector<std::string> phase_names) && {
+    return std::move(turning_off(std::move(phase_names)));
+  }
 
   int index = 0;
   std::string name;         // the optimization's name, "batched_metrics"; what variants ask has() for
