@@ -14,7 +14,7 @@
 #include "broken_variant.hpp"
 #include "case_runner.hpp"
 #include "optimized/geometry/bayesian-cuda.cuh"
-#include "optimized/geometry/bayesian-exp.hpp"
+#include "optimized/common/simd_math.hpp"
 #include "optimized/geometry/hamiltonian-cuda.cuh"
 #include "phasebench/backend.hpp"
 #include "phasebench/check.hpp"

@@ -10,7 +10,7 @@
 // flat: run() allocates nothing.
 //
 // vectorized_cells (issue 28, host cores only): one kernel per iteration, one block of 16 cells per
-// work item running all S steps, its body optimized/adaptive/dynamics_step_simd-bodies.hpp (one cell
+// work item running all S steps, its body optimized/adaptive/dynamics_step_simd_bodies.hpp (one cell
 // per SIMD lane, the state in stack scratch) compiled for AVX-512, AVX2 and the baseline
 // (host_vectorization.hpp). Its steps are inside the kernel: it marks no step and no region.
 
@@ -21,8 +21,8 @@
 
 #include "backends/kokkos/host_vectorization.hpp"
 #include "backends/kokkos/kokkos_backend.hpp"
-#include "optimized/adaptive/dynamics_step-bodies.hpp"
-#include "optimized/adaptive/dynamics_step_simd-bodies.hpp"
+#include "optimized/adaptive/dynamics_step_bodies.hpp"
+#include "optimized/adaptive/dynamics_step_simd_bodies.hpp"
 #include "phasebench/counters.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/adaptive/dynamics_step.hpp"
@@ -41,7 +41,7 @@ const std::string kMaskLabel = "adaptive/mask", kAnxietyLabel = "adaptive/anxiet
 const std::string kLinearLabel = "adaptive/linear", kHiddenLabel = "adaptive/hidden", kEnergyLabel = "adaptive/energy";
 const std::string kActivityLabel = "adaptive/activity", kBlocksLabel = "adaptive/blocks";
 
-// The per-element helpers shared with the CUDA ladder (dynamics_step-bodies.hpp).
+// The per-element helpers shared with the CUDA ladder (dynamics_step_bodies.hpp).
 using cuda_backend::adaptive::clamp_body;
 using cuda_backend::adaptive::variance_body;
 

@@ -1,5 +1,5 @@
 // energy_flow/aggregate on Kokkos (default execution space). Math: reference/energy_flow/aggregate.hpp;
-// per-flow and per-cell bodies: aggregate-bodies.hpp; catalog: suites/energy_flow/aggregate.cpp.
+// per-flow and per-cell bodies: aggregate_bodies.hpp; catalog: suites/energy_flow/aggregate.cpp.
 //
 // baseline (and legacy_xy_grouping, the same loops with the original's (x, y) key): flow objects
 // with host flags; each completed flow's x and y read to the host (two counted host syncs per
@@ -7,7 +7,7 @@
 // kernel doing its softmax and weighted sum.
 // mask_collection: one parallel_scan compacts the completed flows and computes their cells; their
 // count, cells and flow indices read to the host (three syncs) to group them; per group as before.
-// segment_softmax: no host read. The groups as CSR (aggregate-bodies.hpp): cell counts by integer
+// segment_softmax: no host read. The groups as CSR (aggregate_bodies.hpp): cell counts by integer
 // atomics, offsets by a scan, slots by an integer atomic cursor, each segment then sorted by flow
 // index, and one kernel over the cells, each reducing its own segment in flow order. Race-free
 // under any parallel execution space, and deterministic: integer atomics give the same counts
@@ -25,7 +25,7 @@
 // segment_softmax). docs/energy_flow.md has the versions tried and what each measured.
 // vectorized_flows (beyond the seed, exact, host cores only): no partition. Each thread takes a
 // slice of the flows and keeps its own copy of the cells: four kernels of one work item per
-// thread (aggregate_simd-bodies.hpp): keys, omegas and each cell's max in 16 SIMD lanes; the
+// thread (aggregate_simd_bodies.hpp): keys, omegas and each cell's max in 16 SIMD lanes; the
 // copies' maxima merged per block of cells; exp(omega - max) in lanes and the per-cell sums; the
 // copies' sums added and divided per block of cells. Deterministic for a given thread count.
 
@@ -36,8 +36,8 @@
 
 #include "backends/kokkos/host_vectorization.hpp"
 #include "backends/kokkos/kokkos_backend.hpp"
-#include "optimized/energy_flow/aggregate-bodies.hpp"
-#include "optimized/energy_flow/aggregate_simd-bodies.hpp"
+#include "optimized/energy_flow/aggregate_bodies.hpp"
+#include "optimized/energy_flow/aggregate_simd_bodies.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/energy_flow/aggregate.hpp"
 

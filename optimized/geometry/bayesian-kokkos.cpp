@@ -11,9 +11,9 @@
 // kernel or a copy of F). With compiled (the seed), two kernels: one
 // reduction that also stores the weights, one kernel writing the posterior and the update.
 // With vectorized_weights (beyond the seed), the same two passes over runs of values, each a
-// loop the compiler vectorizes: the weights from exp_nonpositive (bayesian-exp.hpp) instead of a
+// loop the compiler vectorizes: the weights from exp_nonpositive (optimized/common/simd_math.hpp) instead of a
 // libm call per value, Z's terms in kLanes float lanes per block and the blocks' sums in double
-// (the passes' bodies: bayesian-bodies.hpp). With streamed_stores (beyond the seed), pass 2 as one
+// (the passes' bodies: bayesian_bodies.hpp). With streamed_stores (beyond the seed), pass 2 as one
 // work item per thread, its posterior and update written by non-temporal stores.
 // Z is summed in double (reference/geometry/bayesian.hpp says why). Every View is allocated in
 // setup(): run() allocates nothing.
@@ -26,7 +26,7 @@
 
 #include "backends/kokkos/host_vectorization.hpp"
 #include "backends/kokkos/kokkos_backend.hpp"
-#include "optimized/geometry/bayesian-bodies.hpp"
+#include "optimized/geometry/bayesian_bodies.hpp"
 #include "suites/geometry/field.hpp"
 
 namespace pb::kokkos_backend {

@@ -11,7 +11,7 @@
 // in one launch; solve solves G Gamma = S^T / 2 per point instead of forming Ginv.
 //
 // vectorized_points (issue 28, host cores only): one block of 16 points per work item, the block's
-// body optimized/geometry/christoffel_simd-bodies.hpp (one point per SIMD lane) compiled for
+// body optimized/geometry/christoffel_simd_bodies.hpp (one point per SIMD lane) compiled for
 // AVX-512, AVX2 and the baseline (host_vectorization.hpp). No intermediate View: a block's metrics,
 // derivatives and solve stay in its 48 kB of stack scratch, and Gamma is written once.
 
@@ -21,7 +21,7 @@
 
 #include "backends/kokkos/host_vectorization.hpp"
 #include "backends/kokkos/kokkos_backend.hpp"
-#include "optimized/geometry/christoffel_simd-bodies.hpp"
+#include "optimized/geometry/christoffel_simd_bodies.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/geometry/christoffel.hpp"
 

@@ -12,7 +12,7 @@
 // one pass with each site's channels as one contiguous run beside its neighbours' runs, which the
 // compiler vectorizes. With streamed_stores (beyond the seed), the same values 16 floats at a time
 // and H written by non-temporal stores, one work item per thread. The two single-pass bodies are in
-// hamiltonian-bodies.hpp. Every View is allocated in setup(): run() allocates nothing.
+// hamiltonian_bodies.hpp. Every View is allocated in setup(): run() allocates nothing.
 
 #include "reference/geometry/hamiltonian.hpp"
 
@@ -22,7 +22,7 @@
 
 #include "backends/kokkos/host_vectorization.hpp"
 #include "backends/kokkos/kokkos_backend.hpp"
-#include "optimized/geometry/hamiltonian-bodies.hpp"
+#include "optimized/geometry/hamiltonian_bodies.hpp"
 #include "suites/geometry/field.hpp"
 
 namespace pb::kokkos_backend {

@@ -1,5 +1,5 @@
 // geometry/lior_memory_conv on Kokkos (default execution space). Math:
-// reference/geometry/lior_memory_conv.hpp; per-element bodies: lior_memory_conv-bodies.hpp;
+// reference/geometry/lior_memory_conv.hpp; per-element bodies: lior_memory_conv_bodies.hpp;
 // catalog: suites/geometry/lior_memory_conv.cpp.
 //
 //   k_t = K(t+1)/(|sum K| + 1e-8);  out = w0 x + (1 - w0) causal_conv(k, x) along N, per channel,
@@ -29,7 +29,7 @@
 
 #include "backends/kokkos/host_vectorization.hpp"
 #include "backends/kokkos/kokkos_backend.hpp"
-#include "optimized/geometry/lior_memory_conv-bodies.hpp"
+#include "optimized/geometry/lior_memory_conv_bodies.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/geometry/lior_memory_conv.hpp"
 
@@ -50,7 +50,7 @@ const std::string kFftLabel = "lior_memory_conv/fft_pointwise";
 const std::string kBlockedLabel = "lior_memory_conv/blocked_fft";
 
 #ifdef PHASEBENCH_HAS_FFTW
-/// The FFT phase's buffers and plans (layout: lior_memory_conv-bodies.hpp): xpad and ypad
+/// The FFT phase's buffers and plans (layout: lior_memory_conv_bodies.hpp): xpad and ypad
 /// [B, C, L], the spectrum [B, C, L/2+1], the padded taps [L] and their spectrum; one plan per
 /// direction over all B C lines.
 struct FftPlans {

@@ -6,7 +6,7 @@
 //
 // Parameters, gradients and outputs are flat Views with the tensors one after the other
 // (offsets[j] .. offsets[j+1]). Nothing is allocated in run(). streaming_update (host cores only)
-// runs its spans' updates from lior_optimizer_step-bodies.hpp.
+// runs its spans' updates from lior_optimizer_step_bodies.hpp.
 
 #include <limits>
 #include <memory>
@@ -17,7 +17,7 @@
 
 #include "backends/kokkos/host_vectorization.hpp"
 #include "backends/kokkos/kokkos_backend.hpp"
-#include "optimized/geometry/lior_optimizer_step-bodies.hpp"
+#include "optimized/geometry/lior_optimizer_step_bodies.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/geometry/lior_optimizer_step.hpp"
 

@@ -1,17 +1,17 @@
 // geometry/mamba_conjugate on Kokkos (default execution space). Phases 0-2: the executor ladder of
-// mamba_conjugate-ladder.hpp (what each phase launches and allocates; the kernel bodies the CUDA
-// variant and the host tests run too) on KokkosExecutor (metric-kokkos_executor.hpp). Phase 3,
+// mamba_conjugate_ladder.hpp (what each phase launches and allocates; the kernel bodies the CUDA
+// variant and the host tests run too) on KokkosExecutor (metric_executor-kokkos.hpp). Phase 3,
 // sign_vectors (issue 28, host cores only): both results in one kernel over blocks of rows, each
-// row multiplied by the constant signs (mamba_conjugate-bodies.hpp), compiled for AVX-512, AVX2
+// row multiplied by the constant signs (mamba_conjugate_bodies.hpp), compiled for AVX-512, AVX2
 // and the baseline (host_vectorization.hpp). Math: reference/geometry/mamba_conjugate.hpp.
 
 #include <memory>
 #include <optional>
 
 #include "backends/kokkos/host_vectorization.hpp"
-#include "optimized/geometry/mamba_conjugate-bodies.hpp"
-#include "optimized/geometry/mamba_conjugate-ladder.hpp"
-#include "optimized/geometry/metric-kokkos_executor.hpp"
+#include "optimized/geometry/mamba_conjugate_bodies.hpp"
+#include "optimized/geometry/mamba_conjugate_ladder.hpp"
+#include "optimized/geometry/metric_executor-kokkos.hpp"
 
 namespace pb::kokkos_backend {
 namespace {

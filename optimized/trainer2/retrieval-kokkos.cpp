@@ -9,14 +9,14 @@
 // ascending), so on Serial Kokkos they match the fp32 reference bit for bit.
 //
 // vectorized_retrieval (issue 28, host cores only): one batch row per work item, the row's body
-// optimized/trainer2/retrieval_simd-bodies.hpp compiled for AVX-512, AVX2 and the baseline
+// optimized/trainer2/retrieval_simd_bodies.hpp compiled for AVX-512, AVX2 and the baseline
 // (host_vectorization.hpp); act in the same order, the exponentials within 1 ulp of expf.
 
 #include <memory>
 #include <optional>
 
 #include "backends/kokkos/host_vectorization.hpp"
-#include "optimized/trainer2/retrieval_simd-bodies.hpp"
+#include "optimized/trainer2/retrieval_simd_bodies.hpp"
 #include "optimized/trainer2/trainer2_engine-kokkos.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/trainer2/phases.hpp"

@@ -21,7 +21,7 @@
 
 #include "backends/kokkos/host_vectorization.hpp"
 #include "optimized/trainer2/trainer2_engine-kokkos.hpp"
-#include "optimized/trainer2/window_simd-bodies.hpp"
+#include "optimized/trainer2/window_simd_bodies.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/trainer2/phases.hpp"
 #include "suites/trainer2/window_io.hpp"
@@ -353,7 +353,7 @@ inline void field_window(const FieldShape& shape, int64_t steps, const ConstVec&
       });
 }
 
-// vectorized_window's two kernels (window_simd-bodies.hpp), defined in window_simd-kokkos.cpp with
+// vectorized_window's two kernels (window_simd_bodies.hpp), defined in window_simd-kokkos.cpp with
 // their ISA clones. On a device Kokkos they throw: the variant says UNSUPPORTED before either runs.
 
 /// The window's field: F, P and partial as field_window leaves them, one channel block per work
@@ -625,7 +625,7 @@ struct WindowPlan {
   // no per-step metric is read there. So the ladder registers temporal_blocking alone, and the
   // deferred_metrics that the plan holds with it adds nothing of its own here.
   bool temporal_blocking;
-  // The blocked field and the last step's retrieval as host SIMD code (window_simd-bodies.hpp);
+  // The blocked field and the last step's retrieval as host SIMD code (window_simd_bodies.hpp);
   // host spaces only.
   bool vectorized_window;
 

@@ -1,6 +1,6 @@
 // trainer2's vectorized_window (issue 28) on Kokkos host spaces: the field of a window, one channel
 // block per work item, and the last step's retrieval (its weights by batch row, its mixing by
-// group of batch rows), by the host code of window_simd-bodies.hpp compiled for AVX-512, AVX2 and
+// group of batch rows), by the host code of window_simd_bodies.hpp compiled for AVX-512, AVX2 and
 // the baseline (host_vectorization.hpp). Used by WindowRunner (trainer2_engine_window-kokkos.hpp)
 // for trainer2/window and trainer2/train_step.
 
@@ -9,7 +9,7 @@
 
 #include "backends/kokkos/host_vectorization.hpp"
 #include "optimized/trainer2/trainer2_engine_window-kokkos.hpp"
-#include "optimized/trainer2/window_simd-bodies.hpp"
+#include "optimized/trainer2/window_simd_bodies.hpp"
 
 namespace pb::kokkos_backend::trainer2 {
 namespace {

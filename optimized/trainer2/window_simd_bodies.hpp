@@ -25,7 +25,7 @@
 #include <cstdint>
 
 #include "optimized/trainer2/field_dynamics.hpp"
-#include "optimized/trainer2/retrieval_simd-bodies.hpp"  // softmax_of_logits
+#include "optimized/trainer2/retrieval_simd_bodies.hpp"  // softmax_of_logits
 #include "reference/trainer2/trainer2.hpp"
 
 #if defined(__GNUC__)

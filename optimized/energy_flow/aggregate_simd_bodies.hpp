@@ -21,8 +21,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "optimized/energy_flow/aggregate-bodies.hpp"       // FlowPointers, CellBlocks, the epsilon
-#include "optimized/geometry/christoffel_simd-bodies.hpp"  // Lanes, LaneInts, exp_nonpositive_lanes
+#include "optimized/energy_flow/aggregate_bodies.hpp"       // FlowPointers, CellBlocks, the epsilon
+#include "optimized/geometry/christoffel_simd_bodies.hpp"  // Lanes, LaneInts, exp_nonpositive_lanes
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push

@@ -26,7 +26,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "optimized/geometry/bayesian-exp.hpp"  // exp_nonpositive: e^x (x <= 0) that vectorizes
+#include "optimized/common/simd_math.hpp"  // exp_nonpositive: e^x (x <= 0) that vectorizes
 #include "reference/geometry/christoffel.hpp"
 
 #if defined(__GNUC__)

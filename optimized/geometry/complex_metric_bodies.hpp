@@ -14,7 +14,7 @@
 
 #include <cstdint>
 
-#include "optimized/geometry/complex_metric-ladder.hpp"  // pair_of, kS, kD, kPairCount, kPlane
+#include "optimized/geometry/complex_metric_ladder.hpp"  // pair_of, kS, kD, kPairCount, kPlane
 
 namespace pb::geometry_kernels::entry_vectors {
 

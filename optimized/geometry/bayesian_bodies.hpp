@@ -14,8 +14,8 @@
 
 #include <cstdint>
 
-#include "optimized/geometry/bayesian-exp.hpp"
-#include "optimized/geometry/streamed_stores.hpp"
+#include "optimized/common/simd_math.hpp"
+#include "optimized/common/streamed_stores.hpp"
 #include "phasebench/host_device.hpp"
 #include "reference/geometry/bayesian.hpp"
 

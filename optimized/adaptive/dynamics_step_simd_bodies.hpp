@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "optimized/geometry/christoffel_simd-bodies.hpp"  // Lanes, tanh_lanes, exp_normal_lanes, blocks
+#include "optimized/geometry/christoffel_simd_bodies.hpp"  // Lanes, tanh_lanes, exp_normal_lanes, blocks
 #include "reference/adaptive/dynamics_step.hpp"
 
 // The functions below pass vectors by value; they are always inlined into one ISA clone, so the

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "backends/cuda/host_device.hpp"
-#include "optimized/geometry/metric-executor.hpp"
+#include "optimized/geometry/metric_executor.hpp"
 #include "phasebench/arrays.hpp"
 #include "phasebench/phases.hpp"
 #include "suites/geometry/mamba_scan.hpp"

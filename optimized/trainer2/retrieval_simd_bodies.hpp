@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "optimized/geometry/bayesian-exp.hpp"  // exp_nonpositive: e^x that vectorizes
+#include "optimized/common/simd_math.hpp"  // exp_nonpositive: e^x that vectorizes
 #include "reference/trainer2/trainer2.hpp"
 
 #if defined(__GNUC__)

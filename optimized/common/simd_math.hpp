@@ -28,7 +28,7 @@ namespace pb::optimized::geometry {
 
 /// x = n ln2 + r, |r| <= ln2/2: e^r (`mantissa`) and n (`exponent`), on Float = float (Int =
 /// int32_t), or on a GCC vector of floats (Int the vector of int32_t of the same size:
-/// christoffel_simd-bodies.hpp), where every operation and select applies lane by lane: the same
+/// christoffel_simd_bodies.hpp), where every operation and select applies lane by lane: the same
 /// floats either way.
 // Always inlined: a vector Float's callers are ISA clones (AVX-512, AVX2) whose vectors an
 // out-of-line copy, compiled for the baseline ISA, would receive in other registers. GCC inlined
