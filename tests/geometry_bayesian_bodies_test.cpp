@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "guarded_floats.hpp"
-#include "optimized/geometry/bayesian_bodies.hpp"
 #include "optimized/common/streamed_stores.hpp"
+#include "optimized/geometry/bayesian_bodies.hpp"
 #include "process.hpp"
 #include "reference/geometry/bayesian.hpp"
 

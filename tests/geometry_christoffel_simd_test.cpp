@@ -149,8 +149,8 @@ TEST(GeometryChristoffelVectorized, OneFactorExponentialIsTheTwoFactorOneOnItsDo
   const auto compare = [&](uint32_t bits) {
     float x;
     std::memcpy(&x, &bits, sizeof x);
-    const float one = optimized::geometry::exp_normal_of<float, int32_t>(x);
-    const float two = optimized::geometry::exp_nonpositive(x);
+    const float one = optimized::simd::exp_normal_of<float, int32_t>(x);
+    const float two = optimized::simd::exp_nonpositive(x);
     if (bits_of(one) != bits_of(two) && differ++ == 0) first_differing = x;
     ++compared;
   };

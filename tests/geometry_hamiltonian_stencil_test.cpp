@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "guarded_floats.hpp"
-#include "optimized/geometry/hamiltonian_bodies.hpp"
 #include "optimized/common/streamed_stores.hpp"
+#include "optimized/geometry/hamiltonian_bodies.hpp"
 #include "process.hpp"
 #include "reference/geometry/hamiltonian.hpp"
 

@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "optimized/geometry/christoffel_simd_bodies.hpp"  // Lanes, tanh_lanes, exp_normal_lanes, blocks
+#include "optimized/common/simd_lanes.hpp"  // Lanes, tanh_lanes, exp_normal_lanes, blocks
 #include "reference/adaptive/dynamics_step.hpp"
 
 // The functions below pass vectors by value; they are always inlined into one ISA clone, so the
@@ -39,7 +39,7 @@
 namespace pb::adaptive_kernels::dynamics_simd {
 
 namespace ref = pb::reference::adaptive;
-namespace lanes = pb::geometry_kernels::christoffel_simd;
+namespace lanes = pb::optimized::simd;
 using lanes::kLanes;  // cells per block
 using lanes::Lanes;
 
@@ -106,7 +106,7 @@ struct NewStateSums {
   Lanes hidden;      // Σ h'
 };
 
-#define PB_DYNAMICS_ALWAYS_INLINE PB_CHRISTOFFEL_ALWAYS_INLINE
+#define PB_DYNAMICS_ALWAYS_INLINE PB_SIMD_ALWAYS_INLINE
 
 PB_DYNAMICS_ALWAYS_INLINE Lanes clamp_lanes(Lanes v, float low, float high) {
   return v < low ? low : (v > high ? high : v);

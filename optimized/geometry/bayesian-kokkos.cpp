@@ -18,6 +18,7 @@
 // Z is summed in double (reference/geometry/bayesian.hpp says why). Every View is allocated in
 // setup(): run() allocates nothing.
 
+#include "optimized/common/integer_math.hpp"
 #include "reference/geometry/bayesian.hpp"
 
 #include <algorithm>
@@ -35,6 +36,7 @@ namespace {
 namespace geo = pb::suites::geometry;
 namespace ref = pb::reference::geometry;
 namespace runs = pb::optimized::geometry::bayesian_runs;
+using pb::optimized::ceil_div;
 using Vec = DeviceView<float*>;
 using Scalar = DeviceView<double>;  // Z, summed in double (reference/geometry/bayesian.hpp says why)
 
@@ -209,7 +211,7 @@ class BayesianKokkos final : public Variant {
     weights_and_z();
     const Vec f = f_, w = w_, posterior = posterior_, update = update_;
     const Scalar z = z_;
-    const int64_t count = count_, length = runs::run_length_of(count_), run_count = (count_ + length - 1) / length;
+    const int64_t count = count_, length = runs::run_length_of(count_), run_count = ceil_div(count_, length);
     Kokkos::parallel_for(kRunLabel, RangePolicy(0, run_count), KOKKOS_LAMBDA(int64_t run) {
       PB_BAYESIAN_POSTERIOR_UPDATE_OF_RUN(f.data(), w.data(), float(z()), posterior.data(), update.data(),
                                           run * length, runs::run_end(run, length, count));
@@ -220,7 +222,7 @@ class BayesianKokkos final : public Variant {
   /// of the field per index.
   void weights_and_z() {
     const Vec f = f_, e = e_, w = w_;
-    const int64_t count = count_, length = runs::run_length_of(count_), run_count = (count_ + length - 1) / length;
+    const int64_t count = count_, length = runs::run_length_of(count_), run_count = ceil_div(count_, length);
     Kokkos::parallel_reduce(kRunZLabel, RangePolicy(0, run_count), KOKKOS_LAMBDA(int64_t run, double& sum) {
       sum += PB_BAYESIAN_WEIGHTS_OF_RUN(f.data(), e.data(), w.data(), run * length, runs::run_end(run, length, count));
     }, z_);
@@ -234,7 +236,7 @@ class BayesianKokkos final : public Variant {
     const Vec f = f_, w = w_, posterior = posterior_, update = update_;
     const Scalar z = z_;
     const int64_t count = count_;
-    const int64_t items = std::min<int64_t>((count + runs::kValuesPerBlock - 1) / runs::kValuesPerBlock,
+    const int64_t items = std::min<int64_t>(ceil_div(count, runs::kValuesPerBlock),
                                             ExecSpace::concurrency());
     Kokkos::parallel_for(kStreamedLabel, RangePolicy(0, items), KOKKOS_LAMBDA(int64_t item) {
       const auto range = runs::values_of_item(item, items, count);

@@ -14,9 +14,12 @@
 
 #include <cstdint>
 
+#include "optimized/common/integer_math.hpp"
 #include "optimized/geometry/complex_metric_ladder.hpp"  // pair_of, kS, kD, kPairCount, kPlane
 
 namespace pb::geometry_kernels::entry_vectors {
+
+using pb::optimized::ceil_div;
 
 constexpr int64_t kWeightCount = kPairCount * kPlane;  // 640 floats, 2.5 kB: stays in L1
 constexpr int kRowEntries = 16;                        // entries of Q per register: two rows of 8
@@ -27,7 +30,7 @@ constexpr int kRegisters = kPlane / kRowEntries;       // 4
 constexpr int64_t kBlockItems = 256;
 
 /// How many blocks cover `items` items (the last one partial).
-inline int64_t blocks(int64_t items) { return (items + kBlockItems - 1) / kBlockItems; }
+inline int64_t blocks(int64_t items) { return ceil_div(items, kBlockItems); }
 
 /// Entry (i, j) of 1/2 gamma_m gamma_n: a 4-term product, halved (exact).
 inline float half_product(const float* gamma, int m, int n, int i, int j) {

@@ -25,6 +25,7 @@
 
 #include "backends/kokkos/host_vectorization.hpp"
 #include "backends/kokkos/kokkos_backend.hpp"
+#include "optimized/common/integer_math.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/spinlock/cnn_rollout.hpp"
 
@@ -33,6 +34,7 @@ namespace {
 
 namespace sp = pb::suites::spinlock;
 namespace ref = pb::reference::spinlock;
+using pb::optimized::ceil_div;
 
 using TeamPolicy = Kokkos::TeamPolicy<ExecSpace, Kokkos::IndexType<int64_t>>;
 using Member = TeamPolicy::member_type;
@@ -452,7 +454,7 @@ KOKKOS_INLINE_FUNCTION void convolve_group(const Member& team, const Block<P>& b
     return;
   }
   // Position 0 and the last are halo pixels whose taps would leave the plane: skipped.
-  const int64_t run_length = height * b.pre_grid.row_stride(), chunks = (run_length + kRunChunk - 1) / kRunChunk;
+  const int64_t run_length = height * b.pre_grid.row_stride(), chunks = ceil_div(run_length, kRunChunk);
   Kokkos::parallel_for(Kokkos::TeamThreadRange(team, per_group * chunks), [&](int64_t r) {
     const int64_t begin = (r % chunks) * kRunChunk, end = begin + kRunChunk < run_length - 1 ? begin + kRunChunk : run_length - 1;
     float* out = b.pre.data() + b.pre_grid.row(first_plane + r / chunks, 0) - 1;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "optimized/common/integer_math.hpp"
 #include "reference/trainer2/lior_step.hpp"
 
 namespace pb::optimized::trainer2 {
@@ -20,7 +21,7 @@ constexpr int64_t kSinglePassLanes = 16;  // rows taken at once: 16 floats, one 
 constexpr int64_t kSinglePassBlockRows = 2040;
 
 /// How many blocks cover `rows` rows (the last one partial).
-inline int64_t single_pass_blocks(int64_t rows) { return (rows + kSinglePassBlockRows - 1) / kSinglePassBlockRows; }
+inline int64_t single_pass_blocks(int64_t rows) { return ceil_div(rows, kSinglePassBlockRows); }
 
 /// Rows [begin, end): s and dlior written, the sums of dlior, R and s added to sums[0..2]. Rows go
 /// kSinglePassLanes at a time, each lane with its own accumulators and its row's quadratic form in

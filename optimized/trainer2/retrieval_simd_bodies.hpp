@@ -31,7 +31,7 @@ namespace pb::trainer2_kernels::retrieval_simd {
 /// and β R spd stays within a few hundred for the suites' inputs), in a loop of their own so that
 /// it vectorizes; their sum in k order, as the reference's.
 PB_RETRIEVAL_ALWAYS_INLINE void softmax_of_logits(float* __restrict weights, int64_t K, float max_logit) {
-  for (int64_t k = 0; k < K; ++k) weights[k] = pb::optimized::geometry::exp_nonpositive(weights[k] - max_logit);
+  for (int64_t k = 0; k < K; ++k) weights[k] = pb::optimized::simd::exp_nonpositive(weights[k] - max_logit);
   float total = 0;
   for (int64_t k = 0; k < K; ++k) total += weights[k];
   for (int64_t k = 0; k < K; ++k) weights[k] /= total;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backends/kokkos/host_vectorization.hpp"
+#include "optimized/common/integer_math.hpp"
 #include "optimized/trainer2/trainer2_engine-kokkos.hpp"
 #include "optimized/trainer2/window_simd_bodies.hpp"
 #include "phasebench/variant.hpp"
@@ -29,6 +30,7 @@
 namespace pb::kokkos_backend::trainer2 {
 
 namespace ws = pb::trainer2_kernels::window_simd;
+using pb::optimized::ceil_div;
 
 inline const std::string kModulusLabel = "trainer2/field/modulus";
 inline const std::string kModulusSumLabel = "trainer2/field/modulus_sum";
@@ -245,7 +247,7 @@ using ScratchFloats =
 /// One team per channel block, each with F (two buffers), P and F_eq [sites, kFieldBlock] and a
 /// zero row (the padding) in team scratch.
 inline TeamPolicy field_window_policy(const FieldShape& shape) {
-  const int64_t blocks = (shape.channels + kFieldBlock - 1) / kFieldBlock;
+  const int64_t blocks = ceil_div(shape.channels, kFieldBlock);
   const int64_t floats = 4 * shape.sites() * kFieldBlock + kFieldBlock;
   return TeamPolicy(blocks, Kokkos::AUTO)
       .set_scratch_size(kFieldScratchLevel, Kokkos::PerTeam(ScratchFloats::shmem_size(floats)));

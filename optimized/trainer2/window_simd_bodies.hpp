@@ -24,6 +24,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "optimized/common/integer_math.hpp"
 #include "optimized/trainer2/field_dynamics.hpp"
 #include "optimized/trainer2/retrieval_simd_bodies.hpp"  // softmax_of_logits
 #include "reference/trainer2/trainer2.hpp"
@@ -35,6 +36,8 @@
 #endif
 
 namespace pb::trainer2_kernels::window_simd {
+
+using pb::optimized::ceil_div;
 
 /// Channels per block: 32 floats, two AVX-512 registers per site; a block's four buffers at the
 /// default size's 784 sites are 401 kB, which stay in one core's L2 for all W steps.
@@ -48,7 +51,7 @@ struct Grid {
 };
 
 /// Channel blocks covering the grid's channels (the last one padded with zeros).
-inline int64_t blocks(const Grid& grid) { return (grid.channels + kBlock - 1) / kBlock; }
+inline int64_t blocks(const Grid& grid) { return ceil_div(grid.channels, kBlock); }
 
 /// Floats of one grid row of a block: ny sites x kBlock channels.
 inline int64_t row_floats(const Grid& grid) { return grid.ny * kBlock; }
@@ -273,7 +276,7 @@ PB_FIELD_ALWAYS_INLINE void retrieval_weights(const Candidates& candidates, int6
 constexpr int64_t kMixRows = 4;
 
 /// Work items of the mixing: groups of kMixRows batch rows (the last one partial).
-inline int64_t mix_groups(int64_t batch) { return (batch + kMixRows - 1) / kMixRows; }
+inline int64_t mix_groups(int64_t batch) { return ceil_div(batch, kMixRows); }
 
 /// act [B, d], the rows of group `group`: Σ_k weights[b, k] state_k, k ascending (row b's tokens,
 /// then the bank rows), the reference's order for every column. Each bank row is read once per
