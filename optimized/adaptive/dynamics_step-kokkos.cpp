@@ -48,18 +48,9 @@ using cuda_backend::adaptive::variance_body;
 #ifdef PB_KOKKOS_KERNELS_ON_HOST
 namespace simd = pb::adaptive_kernels::dynamics_simd;
 
-#ifdef PB_KOKKOS_HOST_ISA_CLONES
-// The block's vectors never cross a call between clones (everything is inlined into each clone),
-// so GCC's warning about a 64-byte vector's ABI without AVX-512 does not apply.
-#pragma GCC diagnostic ignored "-Wpsabi"
-#define PB_DYNAMICS_ISA_CLONES __attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS)))
-#else
-#define PB_DYNAMICS_ISA_CLONES
-#endif
-
 /// One block, its scratch on this thread's stack (compiled once per ISA: the loader picks the clone).
-PB_DYNAMICS_ISA_CLONES void dynamics_block_cloned(const simd::Model& model, const simd::BlockInputs& in, float* h,
-                                                  float* e, float* a, int64_t block) {
+PB_HOST_ISA_CLONES void dynamics_block_cloned(const simd::Model& model, const simd::BlockInputs& in, float* h,
+                                              float* e, float* a, int64_t block) {
   simd::BlockScratch scratch;
   simd::dynamics_block_of(model, in, h, e, a, block, scratch);
 }

@@ -77,7 +77,7 @@ KOKKOS_INLINE_FUNCTION void cells_of_slice(const body::FlowPointers& p, int widt
 // stays scalar in every clone (the tie's branch, the int64 batch arithmetic), but there floor is
 // one instruction rather than SSE2's emulation: 0.48 -> 0.45 ms at the default size, measured.
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
-__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void cells_of_slice_cloned(
+PB_HOST_ISA_CLONES void cells_of_slice_cloned(
     const body::FlowPointers& p, int width, int height, int64_t begin, int64_t end, int64_t* cell_of) {
   cells_of_slice(p, width, height, begin, end, cell_of);
 }
@@ -89,31 +89,22 @@ __attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void cells_of_slice_
 #ifdef PB_KOKKOS_KERNELS_ON_HOST
 namespace simd = body::simd;
 
-#ifdef PB_KOKKOS_HOST_ISA_CLONES
-// The lanes never cross a call between clones (the bodies are inlined into each clone), so GCC's
-// warning about a 64-byte vector's ABI without AVX-512 does not apply.
-#pragma GCC diagnostic ignored "-Wpsabi"
-#define PB_AGGREGATE_ISA_CLONES __attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS)))
-#else
-#define PB_AGGREGATE_ISA_CLONES
-#endif
-
 // vectorized_flows' four passes, each compiled once per ISA (the loader picks the clone); what
 // a work item reads and writes is the header's (keys_and_maxima_of and the others, tested there).
-PB_AGGREGATE_ISA_CLONES void keys_and_maxima_cloned(const body::FlowPointers& p, const simd::Layout& layout,
-                                                    int64_t slice, int32_t* keys, float* omegas, float* largest) {
+PB_HOST_ISA_CLONES void keys_and_maxima_cloned(const body::FlowPointers& p, const simd::Layout& layout,
+                                               int64_t slice, int32_t* keys, float* omegas, float* largest) {
   simd::keys_and_maxima_of(p, layout, slice, keys, omegas, largest);
 }
-PB_AGGREGATE_ISA_CLONES void merge_maxima_cloned(const simd::Layout& layout, const body::CellBlocks& blocks,
-                                                 int64_t owner, float* largest, float* sums) {
+PB_HOST_ISA_CLONES void merge_maxima_cloned(const simd::Layout& layout, const body::CellBlocks& blocks,
+                                            int64_t owner, float* largest, float* sums) {
   simd::merge_maxima_of(layout, blocks, owner, largest, sums);
 }
-PB_AGGREGATE_ISA_CLONES void sums_cloned(const body::FlowPointers& p, const simd::Layout& layout, int64_t slice,
-                                         const int32_t* keys, const float* omegas, const float* largest, float* sums) {
+PB_HOST_ISA_CLONES void sums_cloned(const body::FlowPointers& p, const simd::Layout& layout, int64_t slice,
+                                    const int32_t* keys, const float* omegas, const float* largest, float* sums) {
   simd::sums_of(p, layout, slice, keys, omegas, largest, sums);
 }
-PB_AGGREGATE_ISA_CLONES void outputs_cloned(const simd::Layout& layout, const body::CellBlocks& blocks,
-                                            int64_t owner, const float* sums, float* out) {
+PB_HOST_ISA_CLONES void outputs_cloned(const simd::Layout& layout, const body::CellBlocks& blocks,
+                                       int64_t owner, const float* sums, float* out) {
   simd::outputs_of(layout, blocks, owner, sums, out);
 }
 #endif  // PB_KOKKOS_KERNELS_ON_HOST

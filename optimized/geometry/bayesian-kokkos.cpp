@@ -56,11 +56,10 @@ const std::string kStreamedLabel = "bayesian/streamed_posterior_update";
 // once where the baseline code rounds twice: within the tolerances (the measured errors of every
 // phase are the same, docs/geometry.md).
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
-#define PB_BAYESIAN_CLONED __attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS)))
-PB_BAYESIAN_CLONED double weights_of_run_cloned(const float* f, const float* e, float* w, int64_t begin, int64_t end) {
+PB_HOST_ISA_CLONES double weights_of_run_cloned(const float* f, const float* e, float* w, int64_t begin, int64_t end) {
   return runs::weights_of_run(f, e, w, begin, end);
 }
-PB_BAYESIAN_CLONED void posterior_update_of_run_cloned(const float* f, const float* w, float z, float* posterior,
+PB_HOST_ISA_CLONES void posterior_update_of_run_cloned(const float* f, const float* w, float z, float* posterior,
                                                        float* update, int64_t begin, int64_t end) {
   runs::posterior_update_of_run(f, w, z, posterior, update, begin, end);
 }
@@ -76,10 +75,7 @@ PB_BAYESIAN_CLONED void posterior_update_of_run_cloned(const float* f, const flo
 #if defined(PB_KOKKOS_KERNELS_ON_HOST) && defined(PB_GEOMETRY_STREAMING_STORES)
 #define PB_BAYESIAN_STREAMED 1
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
-// Its 16-float blocks never cross a call between clones (the body is inlined into each), so GCC's
-// warning about a 64-byte vector's ABI without AVX-512 (for the baseline clone) does not apply.
-#pragma GCC diagnostic ignored "-Wpsabi"
-PB_BAYESIAN_CLONED void streamed_posterior_update_cloned(const float* f, const float* w, float z, float* posterior,
+PB_HOST_ISA_CLONES void streamed_posterior_update_cloned(const float* f, const float* w, float z, float* posterior,
                                                          float* update, int64_t begin, int64_t end) {
   runs::streamed_posterior_update(f, w, z, posterior, update, begin, end);
 }

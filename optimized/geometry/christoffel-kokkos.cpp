@@ -47,19 +47,9 @@ const std::string kBlocksLabel = "christoffel/blocks";
 #ifdef PB_KOKKOS_KERNELS_ON_HOST
 namespace simd = pb::geometry_kernels::christoffel_simd;
 
-#ifdef PB_KOKKOS_HOST_ISA_CLONES
-// The block's vectors never cross a call between clones (everything is inlined into each clone),
-// so GCC's warning about a 64-byte vector's ABI without AVX-512 (reported at the end of the file,
-// for the baseline clone) does not apply.
-#pragma GCC diagnostic ignored "-Wpsabi"
-#define PB_CHRISTOFFEL_ISA_CLONES __attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS)))
-#else
-#define PB_CHRISTOFFEL_ISA_CLONES
-#endif
-
 /// One block, its scratch on this thread's stack (compiled once per ISA: the loader picks the clone).
-PB_CHRISTOFFEL_ISA_CLONES void christoffel_block_cloned(const simd::PreparedWeights& w, const float* x, float* gamma,
-                                                        int64_t points, int64_t block) {
+PB_HOST_ISA_CLONES void christoffel_block_cloned(const simd::PreparedWeights& w, const float* x, float* gamma,
+                                                 int64_t points, int64_t block) {
   simd::BlockScratch scratch;
   simd::christoffel_block_of(w, x, gamma, points, block, scratch);
 }

@@ -22,7 +22,7 @@ namespace ev = pb::geometry_kernels::entry_vectors;
 #ifdef PB_KOKKOS_KERNELS_ON_HOST
 
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
-__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void entry_vectors_block_cloned(
+PB_HOST_ISA_CLONES void entry_vectors_block_cloned(
     const float* weights, const float* psi, float* phi, float* theta, int64_t items, int64_t block) {
   ev::block(weights, psi, phi, theta, items, block);
 }

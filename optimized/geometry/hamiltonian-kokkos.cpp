@@ -47,7 +47,7 @@ const std::string kStreamedLabel = "hamiltonian/streamed";
 // on an AVX-512 guest. streamed_stores' clones take a work item's whole range of sites, so that
 // the fence after its last streamed store is in the clone too.
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
-__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void hamiltonian_site_cloned(
+PB_HOST_ISA_CLONES void hamiltonian_site_cloned(
     const float* f, const float* v, float* h, const stencil::SiteRuns& runs, int64_t channels) {
   stencil::hamiltonian_site(f, v, h, runs, channels);
 }
@@ -59,11 +59,7 @@ __attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void hamiltonian_sit
 #if defined(PB_KOKKOS_KERNELS_ON_HOST) && defined(PB_GEOMETRY_STREAMING_STORES)
 #define PB_HAMILTONIAN_STREAMED 1
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
-// The 16-float blocks never cross a call between clones (the bodies are inlined into each clone),
-// so GCC's warning about a 64-byte vector's ABI without AVX-512 (reported at the end of the file,
-// for the baseline clone) does not apply.
-#pragma GCC diagnostic ignored "-Wpsabi"
-__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void streamed_sites_cloned(
+PB_HOST_ISA_CLONES void streamed_sites_cloned(
     const float* f, const float* v, float* h, int64_t first, int64_t last, int64_t nx, int64_t ny,
     int64_t channels) {
   stencil::streamed_sites(f, v, h, first, last, nx, ny, channels);

@@ -89,20 +89,15 @@ struct FftPlans {
 // the product, also compiled for AVX2 and AVX-512 where the host allows it (host_vectorization.hpp).
 constexpr int64_t kChunkLines = 4;
 static_assert(kChunkLines <= body::kMaxChunkLines);
-#ifdef PB_KOKKOS_HOST_ISA_CLONES
-#define PB_MEMCONV_CLONED __attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS)))
-#else
-#define PB_MEMCONV_CLONED
-#endif
-PB_MEMCONV_CLONED void pad_full_chunk(const float* x, int64_t n, int64_t channels, int64_t L, int64_t first,
-                                      float* pad) {
+PB_HOST_ISA_CLONES void pad_full_chunk(const float* x, int64_t n, int64_t channels, int64_t L, int64_t first,
+                                       float* pad) {
   body::pad_lines<kChunkLines>(x, n, channels, L, first, kChunkLines, pad);
 }
-PB_MEMCONV_CLONED void multiply_chunk(const float* kspec, int64_t bins, int64_t count, float inv_L, float* spec) {
+PB_HOST_ISA_CLONES void multiply_chunk(const float* kspec, int64_t bins, int64_t count, float inv_L, float* spec) {
   body::multiply_spectra(kspec, bins, count, inv_L, spec);
 }
-PB_MEMCONV_CLONED void blend_full_chunk(const float* x, const float* y, int64_t n, int64_t channels, int64_t L,
-                                        int64_t first, float w0, float* out) {
+PB_HOST_ISA_CLONES void blend_full_chunk(const float* x, const float* y, int64_t n, int64_t channels, int64_t L,
+                                         int64_t first, float w0, float* out) {
   body::blend_lines<kChunkLines>(x, y, n, channels, L, first, kChunkLines, w0, out);
 }
 

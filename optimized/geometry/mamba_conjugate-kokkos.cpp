@@ -22,7 +22,7 @@ namespace sv = pb::geometry_kernels::sign_vectors;
 #ifdef PB_KOKKOS_KERNELS_ON_HOST
 
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
-__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void both_tensors_block_cloned(
+PB_HOST_ISA_CLONES void both_tensors_block_cloned(
     const float* r, const float* i, float* r_conj, float* i_conj, int64_t rows, int64_t item) {
   sv::both_tensors_block(r, i, r_conj, i_conj, rows, item);
 }

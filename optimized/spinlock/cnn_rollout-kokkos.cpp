@@ -370,7 +370,7 @@ KOKKOS_INLINE_FUNCTION void convolve_run_3x3(const Block<P>& b, int n, int o, in
 // (AVX-512), and the loader picks the clone this CPU runs (ifunc); fp-contract=fast lets the
 // clones use FMA (a rounding difference well inside the fp32 budget).
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
-#define PB_SPINLOCK_CLONED __attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS), optimize("fp-contract=fast")))
+#define PB_SPINLOCK_CLONED PB_HOST_ISA_CLONES __attribute__((optimize("fp-contract=fast")))
 PB_SPINLOCK_CLONED void convolve_run_cloned(const Block<Fp32>& b, int n, int o, int64_t begin, int64_t end, float* out) {
   convolve_run_3x3(b, n, o, begin, end, out);
 }

@@ -81,7 +81,7 @@ namespace body = pb::optimized::trainer2;
 
 // Also compiled for AVX2 and AVX-512 where the host allows it (host_vectorization.hpp).
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
-__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void single_pass_block_cloned(
+PB_HOST_ISA_CLONES void single_pass_block_cloned(
     const float* v, const float* g, const float* R, float* s, float* dlior, int64_t rows, int64_t block, float* sums) {
   body::single_pass_block(v, g, R, s, dlior, rows, block, sums);
 }

@@ -31,7 +31,7 @@ namespace rs = pb::trainer2_kernels::retrieval_simd;
 #ifdef PB_KOKKOS_KERNELS_ON_HOST
 
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
-__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void retrieval_row_cloned(
+PB_HOST_ISA_CLONES void retrieval_row_cloned(
     const float* coords, const float* states, int64_t K, int64_t d, const float* query, const float* metric,
     float curvature, float* weights, float* act) {
   rs::retrieval_row(coords, states, K, d, query, metric, curvature, weights, act);

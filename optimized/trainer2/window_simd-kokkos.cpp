@@ -24,22 +24,22 @@ using DynamicRange = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<int64_t>, 
 static_assert(kFieldBlock == ws::kBlock, "vectorized_window's field blocks must be field_window's");
 
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
-__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void run_block_cloned(const ws::Grid& grid, int64_t steps,
-                                                                                  const float* F_start,
-                                                                                  const float* F_eq, float* F_out,
-                                                                                  float* P_out, float* partial,
-                                                                                  int64_t block, float* scratch) {
+PB_HOST_ISA_CLONES void run_block_cloned(const ws::Grid& grid, int64_t steps,
+                                         const float* F_start,
+                                         const float* F_eq, float* F_out,
+                                         float* P_out, float* partial,
+                                         int64_t block, float* scratch) {
   ws::run_block(grid, steps, F_start, F_eq, F_out, P_out, partial, block, scratch);
 }
-__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void retrieval_weights_cloned(
+PB_HOST_ISA_CLONES void retrieval_weights_cloned(
     const ws::Candidates& candidates, int64_t b, const float* query, const float* metric, float curvature,
     float* weights) {
   ws::retrieval_weights(candidates, b, query, metric, curvature, weights);
 }
-__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void retrieval_mix_cloned(const ws::Candidates& candidates,
-                                                                                      int64_t batch,
-                                                                                      const float* weights,
-                                                                                      int64_t group, float* act) {
+PB_HOST_ISA_CLONES void retrieval_mix_cloned(const ws::Candidates& candidates,
+                                             int64_t batch,
+                                             const float* weights,
+                                             int64_t group, float* act) {
   ws::retrieval_mix(candidates, batch, weights, group, act);
 }
 #define PB_T2_RUN_FIELD_BLOCK run_block_cloned
