@@ -9,7 +9,7 @@
 // UNSUPPORTED (the harness writes that row from the catalog), and the memory held per step is
 // flat: run() allocates nothing.
 //
-// vectorized_cells (issue 28, host cores only): one kernel per iteration, one block of 16 cells per
+// vectorized_cells (host cores only): one kernel per iteration, one block of 16 cells per
 // work item running all S steps, its body optimized/adaptive/dynamics_step_simd_bodies.hpp (one cell
 // per SIMD lane, the state in stack scratch) compiled for AVX-512, AVX2 and the baseline
 // (host_vectorization.hpp). Its steps are inside the kernel: it marks no step and no region.

@@ -1,5 +1,5 @@
 #pragma once
-// adaptive/dynamics_step's vectorized_cells phase (issue 28): all S steps of a block of kLanes
+// adaptive/dynamics_step's vectorized_cells phase: all S steps of a block of kLanes
 // cells at once, one cell per SIMD lane, on raw pointers. The Kokkos variant runs one block per
 // work item and inlines this into its ISA clones (optimized/adaptive/dynamics_step-kokkos.cpp);
 // tests/adaptive_dynamics_simd_test.cpp runs its pieces against the reference. Math:
@@ -73,8 +73,7 @@ inline int64_t row_group(int64_t H, int64_t j) { return j + kRowGroup <= H ? kRo
 
 /// W [H, H] row-major laid out so that a group of G rows from j reads its weights in order:
 /// packed[j H + k G + g] = W[j + g, k], the 16 weights of one k one cache line instead of 16 rows'
-/// strided reads. Measured a little faster than indexing W itself (1.35 against 1.38 ms per
-/// default-size iteration on one thread, AVX-512).
+/// strided reads: a little faster than indexing W itself.
 inline std::vector<float> pack_weight(const std::vector<float>& W, int64_t H) {
   std::vector<float> packed(W.size());
   for (int64_t j = 0; j < H; j += row_group(H, j)) {
@@ -124,7 +123,7 @@ PB_DYNAMICS_ALWAYS_INLINE Lanes sigmoid_lanes(Lanes z) {
 }
 
 /// Σ_k f(h[k]) over the H units, in kChains interleaved partial sums: with one sum, a chain of H
-/// dependent adds, the block took 7% longer (measured), the drive's work waiting behind it.
+/// dependent adds, the block takes longer, the drive's work waiting behind it.
 constexpr int kChains = 4;
 template <class Term>
 PB_DYNAMICS_ALWAYS_INLINE Lanes sum_units(const Lanes* h, int64_t H, Term term) {
@@ -207,8 +206,8 @@ inline int64_t chunk_width(int64_t width, int64_t first) { return width - first 
 
 /// Rows [count][width] of an array, transposed into units[width] (unit k of the count cells, lanes
 /// past count 0), kLanes units at a time: each cell's kLanes floats one copy, then
-/// christoffel_simd's 16 x 16 transpose (element by element, the block's loads and stores took
-/// 7-12% of its time; measured).
+/// simd_lanes.hpp's 16 x 16 transpose (element by element, the block's loads and stores take a
+/// noticeable share of its time).
 PB_DYNAMICS_ALWAYS_INLINE void gather_units(const float* rows, int64_t width, int count, Lanes* units) {
   for (int64_t first = 0; first < width; first += kLanes) {
     const int64_t chunk = chunk_width(width, first);

@@ -1,5 +1,5 @@
 #pragma once
-// energy_flow/aggregate's vectorized_flows phase (issue 28): the aggregation as four passes over
+// energy_flow/aggregate's vectorized_flows phase: the aggregation as four passes over
 // raw pointers, the per-flow work 16 flows at a time (one flow per SIMD lane). The Kokkos variant
 // runs each pass as one kernel of one work item per thread and inlines these bodies into its ISA
 // clones (aggregate-kokkos.cpp); tests/energy_flow_simd_test.cpp runs them on the host. Math:
@@ -102,7 +102,7 @@ struct FlowLanes {
 /// Flows [first, first + 16) of `p`, all of them there. The integer and flag lanes are filled by
 /// loops that GCC turns into vector conversions (vpmovqd, vcvtqq2ps, vpmovzxbd): in the ISA clones
 /// its __builtin_convertvector of a 128-byte int64 vector came out lane by lane, as did
-/// comparisons used as integer values rather than as selects (measured: 3x slower keys).
+/// comparisons used as integer values rather than as selects (several times slower keys).
 PB_SIMD_ALWAYS_INLINE FlowLanes sixteen_flows(const FlowPointers& p, const Layout& layout, int64_t first) {
   LaneInts active{}, projected{}, batch{};  // every lane is written below
   Lanes steps{};

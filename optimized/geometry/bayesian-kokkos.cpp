@@ -183,8 +183,8 @@ class BayesianKokkos final : public Variant {
   }
 
   /// compiled: one reduction stores w and sums Z, one kernel writes the posterior and the update.
-  /// (Recomputing w in the second kernel instead of storing it costs a second exp per value and
-  /// measured 13 ms against 8.6 for the four kernels of the baseline.)
+  /// (Recomputing w in the second kernel rather than storing it costs a second exp per value,
+  /// which makes it slower than the four kernels of the baseline.)
   void fused() {
     const Vec f = f_, e = e_, w = w_, posterior = posterior_, update = update_;
     const Scalar z = z_;

@@ -10,7 +10,7 @@
 // and contracts S with Ginv in one kernel per point; batched_metric evaluates all 2d + 1 metrics
 // in one launch; solve solves G Gamma = S^T / 2 per point instead of forming Ginv.
 //
-// vectorized_points (issue 28, host cores only): one block of 16 points per work item, the block's
+// vectorized_points (host cores only): one block of 16 points per work item, the block's
 // body optimized/geometry/christoffel_simd_bodies.hpp (one point per SIMD lane) compiled for
 // AVX-512, AVX2 and the baseline (host_vectorization.hpp). No intermediate View: a block's metrics,
 // derivatives and solve stay in its 48 kB of stack scratch, and Gamma is written once.

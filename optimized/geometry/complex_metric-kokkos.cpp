@@ -1,7 +1,7 @@
 // geometry/complex_metric on Kokkos (default execution space). Phases 0-2: the executor ladder of
 // complex_metric_ladder.hpp (what each phase launches; the kernel bodies the CUDA variant and the
 // host tests run too) on KokkosExecutor (metric_executor-kokkos.hpp). Phase 3, entry_vectors
-// (issue 28, host cores only): the weights of Q = psi^T 1/2 gamma_m gamma_n psi laid out by pair,
+// (host cores only): the weights of Q = psi^T 1/2 gamma_m gamma_n psi laid out by pair,
 // then one kernel over blocks of items, Q in SIMD registers, Phi = Q - Q^T and Theta = Q + Q^T
 // (complex_metric_bodies.hpp), compiled for AVX-512, AVX2 and the baseline (host_vectorization.hpp). Math: reference/geometry/complex_metric.hpp.
 

@@ -1,5 +1,5 @@
 #pragma once
-// geometry/complex_metric's entry_vectors phase (issue 28): the host body, on raw pointers. The
+// geometry/complex_metric's entry_vectors phase: the host body, on raw pointers. The
 // Kokkos variant runs one block of items per work item (optimized/geometry/complex_metric-kokkos.cpp)
 // and inlines it into its ISA clones; tests/geometry_complex_metric_entries_test.cpp runs it at item
 // counts verify's sizes do not have. Math: reference/geometry/complex_metric.hpp.

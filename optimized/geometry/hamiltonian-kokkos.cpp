@@ -43,8 +43,7 @@ const std::string kVectorizedLabel = "hamiltonian/vectorized";
 const std::string kStreamedLabel = "hamiltonian/streamed";
 
 // The site loops also compiled for AVX2 and AVX-512 where the host allows it (host_vectorization.hpp):
-// vectorized_stencil's 1.2-1.7x faster than the baseline SSE2 loop at the default size, in A/B runs
-// on an AVX-512 guest. streamed_stores' clones take a work item's whole range of sites, so that
+// vectorized_stencil's wider loop is faster than the baseline SSE2 one. streamed_stores' clones take a work item's whole range of sites, so that
 // the fence after its last streamed store is in the clone too.
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
 PB_HOST_ISA_CLONES void hamiltonian_site_cloned(
@@ -139,8 +138,8 @@ class HamiltonianKokkos final : public Variant {
   }
 
   /// One thread per site, looping over its channels: the site's neighbours are found once, and
-  /// a value index costs no division (one thread per value divided by the channel count and by
-  /// Ny for every value, and ran 4x slower than reference<float> on the Serial space).
+  /// a value index costs no division (one thread per value divides by the channel count and by
+  /// Ny for every value, slower than reference<float> on the Serial space).
   void stencil_all() {
     const Vec f = f_, lap = lap_;
     const int64_t nx = shape_.nx, ny = shape_.ny, channels = shape_.channels();

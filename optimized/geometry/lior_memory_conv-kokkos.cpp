@@ -83,9 +83,8 @@ struct FftPlans {
   fftwf_plan forward, inverse, taps;
 };
 // kChunkLines = 4: 3 x 4 x 32 kB of buffers at the default size (L = 8192), in a 1 MB L2 with room
-// for the lines of x being read. FFTW on one thread, 512 lines of the default size: 11.2 ms in
-// chunks of 4, 11.4 of 8, 11.5 of 16, 17.3 as one batch of 512 (a microbenchmark on a 2-core EPYC
-// guest). blocked_fft's loops around the transforms, full chunks (the lines known to be kChunkLines) and
+// for the lines of x being read; FFTW on one thread is fastest in chunks of 4 and slowest as one
+// batch of all lines (docs/geometry.md). blocked_fft's loops around the transforms, full chunks (the lines known to be kChunkLines) and
 // the product, also compiled for AVX2 and AVX-512 where the host allows it (host_vectorization.hpp).
 constexpr int64_t kChunkLines = 4;
 static_assert(kChunkLines <= body::kMaxChunkLines);

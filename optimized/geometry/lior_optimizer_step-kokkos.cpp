@@ -143,7 +143,7 @@ class LiorOptimizerStepKokkos final : public Variant {
   }
 
   /// One launch over every value of every tensor: a team per tensor, its threads over the values
-  /// (a flat range with a bisection per value to find the tensor ran 10x slower on Serial).
+  /// (a flat range with a bisection per value to find the tensor is much slower on Serial).
   void update_all() const {
     const Vec params = params_, grads = grads_, out = out_, scales = scales_;
     const Offsets offsets = offsets_;

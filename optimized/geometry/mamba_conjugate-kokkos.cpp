@@ -1,7 +1,7 @@
 // geometry/mamba_conjugate on Kokkos (default execution space). Phases 0-2: the executor ladder of
 // mamba_conjugate_ladder.hpp (what each phase launches and allocates; the kernel bodies the CUDA
 // variant and the host tests run too) on KokkosExecutor (metric_executor-kokkos.hpp). Phase 3,
-// sign_vectors (issue 28, host cores only): both results in one kernel over blocks of rows, each
+// sign_vectors (host cores only): both results in one kernel over blocks of rows, each
 // row multiplied by the constant signs (mamba_conjugate_bodies.hpp), compiled for AVX-512, AVX2
 // and the baseline (host_vectorization.hpp). Math: reference/geometry/mamba_conjugate.hpp.
 

@@ -1,5 +1,5 @@
 #pragma once
-// geometry/mamba_conjugate's sign_vectors phase (issue 28): the host body, on raw pointers. The
+// geometry/mamba_conjugate's sign_vectors phase: the host body, on raw pointers. The
 // Kokkos variant runs one block of 8-vectors per work item, both tensors in one kernel
 // (optimized/geometry/mamba_conjugate-kokkos.cpp), and inlines it into its ISA clones;
 // tests/geometry_mamba_conjugate_signs_test.cpp runs it at row counts verify's sizes do not have.

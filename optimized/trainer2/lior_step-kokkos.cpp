@@ -5,7 +5,7 @@
 //
 // The means are read by the host: three reductions into host scalars (3 host syncs), or with
 // batched_metrics one reduction into a device View of 3 read with one deep_copy (1 host sync).
-// single_pass_lior (issue 28): s, dlior and the three sums in one kernel over blocks of rows,
+// single_pass_lior: s, dlior and the three sums in one kernel over blocks of rows,
 // vectorized across rows on a host: the block's body is optimized/trainer2/lior_step_bodies.hpp
 // (docs/trainer2.md, "The limit of lior_step").
 // Nothing is allocated in run(): every View and host mirror is made in setup().

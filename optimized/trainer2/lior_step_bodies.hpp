@@ -1,5 +1,5 @@
 #pragma once
-// trainer2/lior_step's single pass (phase 9, single_pass_lior; issue 28): s, dlior and the three
+// trainer2/lior_step's single pass (phase 9, single_pass_lior): s, dlior and the three
 // batch sums of one block of rows, on raw host pointers. The Kokkos variant runs one block per work
 // item (optimized/trainer2/lior_step-kokkos.cpp); tests/trainer2_lior_single_pass_test.cpp runs
 // every block of sizes that verify's do not reach (partial blocks, rows past the last group of 16).

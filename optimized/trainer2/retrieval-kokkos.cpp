@@ -8,7 +8,7 @@
 // Both forms sum in the reference's order on one thread (the softmax sum and each act_bj over k
 // ascending), so on Serial Kokkos they match the fp32 reference bit for bit.
 //
-// vectorized_retrieval (issue 28, host cores only): one batch row per work item, the row's body
+// vectorized_retrieval (host cores only): one batch row per work item, the row's body
 // optimized/trainer2/retrieval_simd_bodies.hpp compiled for AVX-512, AVX2 and the baseline
 // (host_vectorization.hpp); act in the same order, the exponentials within 1 ulp of expf.
 

@@ -1,11 +1,11 @@
 #pragma once
-// trainer2's vectorized_retrieval phase (issue 28): jit_fusion's retrieval kernel (retrieval_fused,
+// trainer2's vectorized_retrieval phase: jit_fusion's retrieval kernel (retrieval_fused,
 // trainer2_engine-kokkos.hpp) as host SIMD code on raw pointers, one batch row per call. The
 // Kokkos variant runs one row per work item and inlines this into its ISA clones
 // (retrieval-kokkos.cpp); tests/trainer2_retrieval_simd_test.cpp runs it against the reference.
 // Math: reference/trainer2/trainer2.hpp (retrieval, retrieval_logit).
 //
-// What holds retrieval_fused back, measured (docs/trainer2.md, "The limit of retrieval"): the
+// What holds retrieval_fused back (docs/trainer2.md, "The limit of retrieval"): the
 // mixing act_b += w_bk cand_state_bk loads and stores act's row for every candidate k, three
 // memory operations per multiply-add at the baseline's 128-bit SSE2, where the only compulsory
 // traffic is cand_state's row. Here the candidates are taken kMixBlock at a time: each column's
@@ -92,7 +92,7 @@ PB_RETRIEVAL_ALWAYS_INLINE float maximum(const float* x, int64_t K) {
 /// metric [n], curvature R_b; writes weights [K] = softmax_k(−β R_b spd_k) (logits by
 /// ref::retrieval_logit, the reference's order) and act [d] = Σ_k weights[k] states[k]. The
 /// logits in a loop of their own, which vectorizes across candidates (with the running maximum
-/// in it, GCC keeps it scalar: 5x slower, measured).
+/// in it, GCC keeps it scalar, which is several times slower).
 PB_RETRIEVAL_ALWAYS_INLINE void retrieval_row(const float* coords, const float* states, int64_t K, int64_t d,
                                               const float* query, const float* metric, float curvature,
                                               float* __restrict weights, float* __restrict act) {

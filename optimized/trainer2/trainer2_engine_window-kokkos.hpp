@@ -236,8 +236,8 @@ inline void broadcast_mean(const ConstCell& total, float count, const Vec& R) {
 // Every component sees the reference's operations in the reference's order.
 
 /// Channels per team of field_window: 32 on a host space (a team's buffers, ~400 KB at the
-/// default size, stay in a core's L2; measured 19 ms of CPU per default window against 22 ms
-/// with 16 and 18.7 ms with 64, whose 800 KB crowd a 1 MB L2), 2 (one complex value) on a GPU,
+/// default size, stay in a core's L2; 16 is slower, and 64's 800 KB crowd a 1 MB L2), 2 (one
+/// complex value) on a GPU,
 /// so that a team's buffers fit its shared memory.
 constexpr int64_t kFieldBlock = kHostExecution ? 32 : 2;
 constexpr int kFieldScratchLevel = kHostExecution ? 1 : 0;  // Serial caps level 0 at 32 KB

@@ -1,4 +1,4 @@
-// trainer2's vectorized_window (issue 28) on Kokkos host spaces: the field of a window, one channel
+// trainer2's vectorized_window on Kokkos host spaces: the field of a window, one channel
 // block per work item, and the last step's retrieval (its weights by batch row, its mixing by
 // group of batch rows), by the host code of window_simd_bodies.hpp compiled for AVX-512, AVX2 and
 // the baseline (host_vectorization.hpp). Used by WindowRunner (trainer2_engine_window-kokkos.hpp)
@@ -14,8 +14,8 @@
 namespace pb::kokkos_backend::trainer2 {
 namespace {
 
-// The field's blocks handed out one at a time: a block is ~0.35 ms of one thread at the default
-// size, and with a static split a thread that the OS preempts holds the whole kernel back.
+// The field's blocks handed out one at a time: a block is a short piece of one thread's work, and
+// with a static split a thread that the OS preempts holds the whole kernel back.
 using DynamicRange = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<int64_t>, Kokkos::Schedule<Kokkos::Dynamic>>;
 
 #ifdef PB_KOKKOS_KERNELS_ON_HOST
