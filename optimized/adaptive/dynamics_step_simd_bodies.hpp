@@ -29,8 +29,8 @@
 #include "optimized/common/simd_lanes.hpp"  // Lanes, tanh_lanes, exp_normal_lanes, blocks
 #include "reference/adaptive/dynamics_step.hpp"
 
-// The functions below pass vectors by value; they are always inlined into one ISA clone, so the
-// ABI GCC warns about (a 64-byte vector passed without AVX-512) never applies.
+// The functions below return vectors by value; they are always inlined into one ISA clone, so the
+// ABI GCC warns about (a 64-byte vector returned without AVX-512) never applies.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -107,7 +107,7 @@ struct NewStateSums {
 
 #define PB_DYNAMICS_ALWAYS_INLINE PB_SIMD_ALWAYS_INLINE
 
-PB_DYNAMICS_ALWAYS_INLINE Lanes clamp_lanes(Lanes v, float low, float high) {
+PB_DYNAMICS_ALWAYS_INLINE Lanes clamp_lanes(const Lanes& v, float low, float high) {
   return v < low ? low : (v > high ? high : v);
 }
 
@@ -115,7 +115,7 @@ PB_DYNAMICS_ALWAYS_INLINE Lanes clamp_lanes(Lanes v, float low, float high) {
 /// reference's formula for z >= 0; for z < 0 the same value without e^{-z} overflowing). |z| is
 /// clamped to 87 (exp_normal's domain): above it the result is 1 in fp32 anyway, below -87 it is
 /// e^-87 = 1.6e-38 for smaller values, 2e-38 off at most (the logits here stay within ±2).
-PB_DYNAMICS_ALWAYS_INLINE Lanes sigmoid_lanes(Lanes z) {
+PB_DYNAMICS_ALWAYS_INLINE Lanes sigmoid_lanes(const Lanes& z) {
   const Lanes magnitude = lanes::abs_lanes(z);
   const Lanes t = lanes::exp_normal_lanes(-(magnitude < 87.0f ? magnitude : 87.0f));
   const Lanes positive = 1.0f / (1.0f + t);
@@ -126,7 +126,7 @@ PB_DYNAMICS_ALWAYS_INLINE Lanes sigmoid_lanes(Lanes z) {
 /// dependent adds, the block takes longer, the drive's work waiting behind it.
 constexpr int kChains = 4;
 template <class Term>
-PB_DYNAMICS_ALWAYS_INLINE Lanes sum_units(const Lanes* h, int64_t H, Term term) {
+PB_DYNAMICS_ALWAYS_INLINE Lanes sum_units(const Lanes* h, int64_t H, const Term& term) {
   Lanes partial[kChains] = {};
   int64_t k = 0;
   for (; k + kChains <= H; k += kChains)
@@ -138,8 +138,8 @@ PB_DYNAMICS_ALWAYS_INLINE Lanes sum_units(const Lanes* h, int64_t H, Term term) 
 
 /// The unbiased variance over the H units of each lane's h (the reference's two passes).
 PB_DYNAMICS_ALWAYS_INLINE Lanes variance_lanes(const Lanes* h, int64_t H) {
-  const Lanes mean = sum_units(h, H, [](Lanes v) { return v; }) / float(H);
-  return sum_units(h, H, [mean](Lanes v) { return (v - mean) * (v - mean); }) / float(H - 1);
+  const Lanes mean = sum_units(h, H, [](const Lanes& v) { return v; }) / float(H);
+  return sum_units(h, H, [mean](const Lanes& v) { return (v - mean) * (v - mean); }) / float(H - 1);
 }
 
 /// drive[g] = b[j + g] + Σ_k W[j + g, k] h[k] for kGroup rows from j, the terms in k order;

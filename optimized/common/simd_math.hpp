@@ -20,8 +20,8 @@
 
 namespace pb::optimized::simd {
 
-// A vector Float is passed by value; the callers inline it into one ISA clone, so the ABI GCC warns
-// about (a 64-byte vector passed without AVX-512) never applies.
+// A vector Float is returned by value; the callers inline it into one ISA clone, so the ABI GCC warns
+// about (a 64-byte vector returned without AVX-512) never applies.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -47,7 +47,7 @@ struct ExpParts {
 };
 
 template <typename Float, typename Int>
-PB_HOST_DEVICE PB_EXP_ALWAYS_INLINE ExpParts<Float, Int> exp_parts(Float x) {
+PB_HOST_DEVICE PB_EXP_ALWAYS_INLINE ExpParts<Float, Int> exp_parts(const Float& x) {
   // Adding 1.5 * 2^23 rounds x log2 e to the nearest integer in the low bits of the sum.
   const float shifter = 12582912.0f;
   const Float shifted = x * 1.44269504088896341f + shifter;
@@ -69,7 +69,7 @@ PB_HOST_DEVICE PB_EXP_ALWAYS_INLINE ExpParts<Float, Int> exp_parts(Float x) {
 
 /// e^x on the whole domain above.
 template <typename Float, typename Int>
-PB_HOST_DEVICE PB_EXP_ALWAYS_INLINE Float exp_nonpositive_of(Float x) {
+PB_HOST_DEVICE PB_EXP_ALWAYS_INLINE Float exp_nonpositive_of(const Float& x) {
   const ExpParts<Float, Int> parts = exp_parts<Float, Int>(x);
   // An integer clamp (a float one is a branch GCC does not vectorize under strict IEEE):
   // 2^-127 2^-127 is two zero factors, so e^x is exactly 0 from x = -176 down.
@@ -85,7 +85,7 @@ PB_HOST_DEVICE PB_EXP_ALWAYS_INLINE Float exp_nonpositive_of(Float x) {
 /// e^x for -87 <= x <= 0, where e^x is a normal float: one factor 2^n, no clamp (the same floats
 /// as exp_nonpositive_of there; the test checks every float of the range).
 template <typename Float, typename Int>
-PB_HOST_DEVICE PB_EXP_ALWAYS_INLINE Float exp_normal_of(Float x) {
+PB_HOST_DEVICE PB_EXP_ALWAYS_INLINE Float exp_normal_of(const Float& x) {
   const ExpParts<Float, Int> parts = exp_parts<Float, Int>(x);
   const Int scale_bits = (parts.exponent + 127) << 23;
   Float scale;

@@ -69,14 +69,14 @@ inline BlockRange slice_blocks(const Layout& layout, int64_t slice, int64_t slic
   return {layout.blocks() * slice / slices, layout.blocks() * (slice + 1) / slices};
 }
 
-PB_SIMD_ALWAYS_INLINE Lanes min_lanes(Lanes a, Lanes b) { return b < a ? b : a; }  // ref::smaller
+PB_SIMD_ALWAYS_INLINE Lanes min_lanes(const Lanes& a, const Lanes& b) { return b < a ? b : a; }  // ref::smaller
 
 /// ref::lattice_index of 16 coordinates, the same indices: v = (x + 1) 0.5 (extent - 1) in fp32,
 /// rounded half to even and clamped to [0, extent - 1]. v is clamped first, which changes no index
 /// (a v below 0 rounds to at most 0, one above extent - 1 to at least extent - 1, and extent - 1 is
 /// an integer) and leaves v >= 0, where truncation is the floor: the rounding is then the floor
 /// plus 1 when the fraction (exact) is above 1/2, or is 1/2 and the floor odd.
-PB_SIMD_ALWAYS_INLINE LaneInts lattice_index_lanes(Lanes normalised, int extent) {
+PB_SIMD_ALWAYS_INLINE LaneInts lattice_index_lanes(const Lanes& normalised, int extent) {
   const float last = static_cast<float>(extent - 1);
   Lanes v = (normalised + 1.0f) * 0.5f * last;
   v = v < 0.0f ? 0.0f : (v > last ? last : v);
@@ -86,7 +86,7 @@ PB_SIMD_ALWAYS_INLINE LaneInts lattice_index_lanes(Lanes normalised, int extent)
 }
 
 /// ref::flow_weight of 16 flows: |E| (1 / (1 + dist)) (1 + 0.1 steps).
-PB_SIMD_ALWAYS_INLINE Lanes flow_weight_lanes(Lanes energy, Lanes z, Lanes steps) {
+PB_SIMD_ALWAYS_INLINE Lanes flow_weight_lanes(const Lanes& energy, const Lanes& z, const Lanes& steps) {
   const Lanes dist = min_lanes(lanes::abs_lanes(z + 1.0f), lanes::abs_lanes(z - 1.0f));
   return lanes::abs_lanes(energy) * (1.0f / (1.0f + dist)) *
          (1.0f + static_cast<float>(ref::kStepsWeight) * steps);

@@ -35,8 +35,8 @@
 #define PB_CHRISTOFFEL_ALWAYS_INLINE inline
 #endif
 
-// The functions below pass vectors by value; they are always inlined into one ISA clone, so the
-// ABI GCC warns about (a 64-byte vector passed without AVX-512) never applies.
+// The functions below return vectors by value; they are always inlined into one ISA clone, so the
+// ABI GCC warns about (a 64-byte vector returned without AVX-512) never applies.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -153,7 +153,7 @@ PB_CHRISTOFFEL_ALWAYS_INLINE void preactivations_lanes(const PreparedWeights& w,
 /// where the whole layer takes d. (The reference evaluates W1 (x + δ ê_ρ) afresh; the two differ by
 /// rounding only, and the shifted pair shares base's rounding, which cancels in G(+) - G(-).)
 PB_CHRISTOFFEL_ALWAYS_INLINE void shifted_preactivations(const PreparedWeights& w, const Preactivations& base, int rho,
-                                                         Lanes delta, Preactivations& out) {
+                                                         const Lanes& delta, Preactivations& out) {
   for (int r = 0; r < kD; ++r) out.r[r] = base.r[r] + w.r_w1[r * kD + rho] * delta;
   for (int r = 0; r < kHidden; ++r) out.h[r] = base.h[r] + w.h_w1[r * kD + rho] * delta;
 }
