@@ -34,7 +34,7 @@
 // clones' vectors never cross such a call: the vectorized bodies are inlined into each clone, and no
 // cloned function is called across a library boundary, so the warning cannot apply to this code.
 // (GCC 12's note "the ABI for passing parameters with 64-byte alignment has changed in GCC 4.6" is
-// not a warning this pragma reaches: only -Wno-psabi or no out-of-line vector parameter avoids it.)
+// not a warning this pragma reaches: the lane functions take their vectors by const reference.)
 #pragma GCC diagnostic ignored "-Wpsabi"
 #else
 #define PB_HOST_ISA_CLONES
