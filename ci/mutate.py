@@ -4,7 +4,8 @@
 Applies one-line mutations to the optimized variants (optimized/*/*.cpp, *.hpp and the CUDA
 host-device bodies), one at a time, rebuilds incrementally, and runs the check that should notice:
 `phasebench verify --size small --seeds 3` (verify's default seeds, as CI runs it) on the
-affected workload (the whole suite for a shared engine file), or, for a CUDA host-device file, the
+affected workload (the whole suite for a shared engine file, every suite that uses an
+optimized/common/ file), or, for a CUDA host-device file, the
 host tests that run its bodies (build/tests/phasebench_tests with a gtest filter). Outcomes:
 
   caught         verify exits 1 with a FAIL row (or a host test fails an assertion)
@@ -51,6 +52,7 @@ import sys
 import time
 
 CPU_BACKENDS = ("reference", "torch", "kokkos", "onednn")
+COMMON = "common"  # optimized/common/: what several suites' variants share
 CSV_FIELDS = ("key", "file", "line", "kind", "original", "mutated", "outcome", "detail", "seconds")
 CAUGHT = ("caught", "caught-memory", "caught-error")
 COUNTED = CAUGHT + ("crashed", "survived")
@@ -214,9 +216,9 @@ def includers(root, target, sources):
 class CheckPlan:
     """For one optimized file: the verify selection and the host tests that exercise it."""
 
-    def __init__(self, verify_args, test_filter, label, suite, backends):
+    def __init__(self, verify_args, test_filter, label, suites, backends):
         self.verify_args, self.test_filter, self.label = verify_args, test_filter, label
-        self.suite, self.backends = suite, set(backends)
+        self.suites, self.backends = set(suites), set(backends)
         self.objects = {}  # build directory -> objects, from that build's dependency log before a run
 
 
@@ -240,22 +242,36 @@ def test_suites_in(root, test_files):
     return sorted(names)
 
 
+def workload_of(stem):
+    """What a file's name says it serves: the part before the '-' of <workload>-<backend> and
+    <name>-<backend>, the part before the last '_' of a backend-neutral <name>_<role>
+    (dynamics_step_bodies: dynamics_step; retrieval_simd_bodies: retrieval_simd, no workload)."""
+    name, dash, _ = stem.partition("-")
+    return name if dash or "_" not in name else name.rpartition("_")[0]
+
+
 def plan_for(root, path, workloads, all_sources, tests):
     suite = path.split("/")[1]
     stem = os.path.splitext(os.path.basename(path))[0]
-    workload, _, role = stem.partition("-")
+    role = stem.partition("-")[2]
+    workload = workload_of(stem)
     is_cuda = "cuda" in role
     variant_users = [s for s in includers(root, path, all_sources) if s.endswith(".cpp")]
     if path.endswith(".cpp"):
         variant_users.append(path)
     backends = sorted({os.path.splitext(os.path.basename(s))[0].partition("-")[2] for s in variant_users}
                       & set(CPU_BACKENDS))
+    # optimized/common/ serves several suites: the verify selection covers the suites of its users.
+    suites = sorted({s.split("/")[1] for s in variant_users}) if suite == COMMON else [suite]
     verify_args = None
     if backends and not is_cuda:
         # cnn_rollout-*.cpp registers cnn_rollout_autoregressive and its siblings
         workload_part = workload + "(_[^/]*)?" if workload in workloads.get(suite, ()) else "[^/]+"
         backend_part = backends[0] if len(backends) == 1 else "(%s)" % "|".join(backends)
-        verify_args = ["--suite", suite, "--filter", "^%s/%s/%s/" % (suite, workload_part, backend_part)]
+        if len(suites) == 1:
+            verify_args = ["--suite", suites[0], "--filter", "^%s/%s/%s/" % (suites[0], workload_part, backend_part)]
+        else:
+            verify_args = ["--filter", "^(%s)/%s/%s/" % ("|".join(suites), workload_part, backend_part)]
     test_files = sorted(includers(root, path, tests))
     test_filter = None
     if test_files and (is_cuda or verify_args is None or path.endswith((".hpp", ".cuh"))):
@@ -265,7 +281,7 @@ def plan_for(root, path, workloads, all_sources, tests):
     label = " ".join(verify_args) if verify_args else ""
     if test_filter:
         label += (" + " if label else "") + "tests " + test_filter
-    plan = CheckPlan(verify_args, test_filter, label, suite, backends)
+    plan = CheckPlan(verify_args, test_filter, label, suites, backends)
     plan.path = path
     return plan
 
@@ -694,9 +710,10 @@ def conflicts(plan, other):
     """Two mutants can share a build when no object, binary check or selected suite/backend overlaps."""
     if set(sum(plan.objects.values(), [])) & set(sum(other.objects.values(), [])):
         return True
+    same_suite = bool(plan.suites & other.suites)
     if plan.test_filter or other.test_filter:  # a host test may run any variant of its suite
-        return plan.suite == other.suite or bool(plan.test_filter and other.test_filter)
-    return plan.suite == other.suite and (plan.backends & other.backends or not plan.backends or not other.backends)
+        return same_suite or bool(plan.test_filter and other.test_filter)
+    return same_suite and (plan.backends & other.backends or not plan.backends or not other.backends)
 
 
 def batches(mutants, plans, size):

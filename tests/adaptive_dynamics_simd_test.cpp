@@ -1,4 +1,4 @@
-// adaptive/dynamics_step, Kokkos' vectorized_cells (phase 6, optimized/adaptive/dynamics_step_simd-bodies.hpp)
+// adaptive/dynamics_step, Kokkos' vectorized_cells (phase 6, optimized/adaptive/dynamics_step_simd_bodies.hpp)
 // on the host, block by block as the Kokkos kernel runs it: the sigmoid and the variance against
 // fp64, the packed weight layout, a whole block against the fp64 oracle at every cell count from 1
 // to 16 for both forms of the input (u = x when I = H, u = W[:, :I] x otherwise; the small size has
@@ -15,7 +15,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "optimized/adaptive/dynamics_step_simd-bodies.hpp"
+#include "optimized/adaptive/dynamics_step_simd_bodies.hpp"
 #include "phasebench/check.hpp"
 #include "process.hpp"
 #include "reference/adaptive/dynamics_step.hpp"

@@ -1,4 +1,4 @@
-// energy_flow/aggregate, Kokkos' vectorized_flows (phase 7, optimized/energy_flow/aggregate_simd-bodies.hpp)
+// energy_flow/aggregate, Kokkos' vectorized_flows (phase 7, optimized/energy_flow/aggregate_simd_bodies.hpp)
 // on the host, pass by pass as the Kokkos kernels run them: the lattice index against the
 // reference's at ties, lattice points, the edges and past them; omega against the reference's; the
 // keys of a block (completed, not completed, the padding past the last flow); the slices and the
@@ -16,7 +16,7 @@
 #include <random>
 #include <vector>
 
-#include "optimized/energy_flow/aggregate_simd-bodies.hpp"
+#include "optimized/energy_flow/aggregate_simd_bodies.hpp"
 #include "phasebench/check.hpp"
 #include "process.hpp"
 #include "suites/energy_flow/aggregate.hpp"

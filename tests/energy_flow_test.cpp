@@ -17,7 +17,7 @@
 
 #include "broken_variant.hpp"
 #include "case_runner.hpp"
-#include "optimized/energy_flow/aggregate-bodies.hpp"
+#include "optimized/energy_flow/aggregate_bodies.hpp"
 #include "phasebench/backend.hpp"
 #include "phasebench/check.hpp"
 #include "phasebench/cli.hpp"

@@ -1,4 +1,4 @@
-// geometry/bayesian's pass bodies (optimized/geometry/bayesian-bodies.hpp) on the host: pass 1
+// geometry/bayesian's pass bodies (optimized/geometry/bayesian_bodies.hpp) on the host: pass 1
 // (the weights and Z's terms) against the weights one by one and the terms summed in double, its
 // float lanes at most one block deep; streamed_stores' pass 2 against vectorized_weights'
 // (posterior_update_of_run) bit for bit, in both branches, at range lengths with and without
@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "guarded_floats.hpp"
-#include "optimized/geometry/bayesian-bodies.hpp"
-#include "optimized/geometry/streamed_stores.hpp"
+#include "optimized/common/streamed_stores.hpp"
+#include "optimized/geometry/bayesian_bodies.hpp"
 #include "process.hpp"
 #include "reference/geometry/bayesian.hpp"
 

@@ -1,4 +1,4 @@
-// geometry/christoffel, Kokkos' vectorized_points (phase 6, optimized/geometry/christoffel_simd-bodies.hpp)
+// geometry/christoffel, Kokkos' vectorized_points (phase 6, optimized/geometry/christoffel_simd_bodies.hpp)
 // on the host, block by block as the Kokkos kernel runs it: the element-wise functions against
 // fp64 (GELU, tanh, softplus, the one-factor exponential against the two-factor one), the packed
 // symmetric indexing, the 16 x 16 transpose, the per-lane pivoting solve against the reference's
@@ -15,7 +15,7 @@
 #include <set>
 #include <vector>
 
-#include "optimized/geometry/christoffel_simd-bodies.hpp"
+#include "optimized/geometry/christoffel_simd_bodies.hpp"
 #include "phasebench/check.hpp"
 #include "process.hpp"
 #include "reference/geometry/christoffel.hpp"
@@ -145,8 +145,8 @@ TEST(GeometryChristoffelVectorized, OneFactorExponentialIsTheTwoFactorOneOnItsDo
   const auto compare = [&](uint32_t bits) {
     float x;
     std::memcpy(&x, &bits, sizeof x);
-    const float one = optimized::geometry::exp_normal_of<float, int32_t>(x);
-    const float two = optimized::geometry::exp_nonpositive(x);
+    const float one = optimized::simd::exp_normal_of<float, int32_t>(x);
+    const float two = optimized::simd::exp_nonpositive(x);
     if (bits_of(one) != bits_of(two) && differ++ == 0) first_differing = x;
     ++compared;
   };

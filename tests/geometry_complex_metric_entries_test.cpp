@@ -1,4 +1,4 @@
-// geometry/complex_metric's entry_vectors phase (phase 3, optimized/geometry/complex_metric-bodies.hpp)
+// geometry/complex_metric's entry_vectors phase (phase 3, optimized/geometry/complex_metric_bodies.hpp)
 // on the host, block by block as the Kokkos kernel runs it, at item counts verify's sizes never
 // have: several blocks, a partial last block, a block of one item. verify checks the variant's
 // numbers at the workload's sizes; this, every entry of every item of these, and the weights'
@@ -13,7 +13,7 @@
 #include <random>
 #include <vector>
 
-#include "optimized/geometry/complex_metric-bodies.hpp"
+#include "optimized/geometry/complex_metric_bodies.hpp"
 
 namespace pb {
 namespace {

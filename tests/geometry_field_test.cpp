@@ -13,8 +13,8 @@
 
 #include "broken_variant.hpp"
 #include "case_runner.hpp"
+#include "optimized/common/simd_math.hpp"
 #include "optimized/geometry/bayesian-cuda.cuh"
-#include "optimized/geometry/bayesian-exp.hpp"
 #include "optimized/geometry/hamiltonian-cuda.cuh"
 #include "phasebench/backend.hpp"
 #include "phasebench/check.hpp"
@@ -175,9 +175,9 @@ TEST(GeometryFieldCudaBodies, BayesianEveryPhaseMatchesTheOracleInBothBranches) 
 // weights must be exactly 1) and exactly 0 where expf is (their other weights must vanish, or Z
 // would pass the threshold).
 TEST(GeometryFieldExp, WithinOneUlpOfExpfAndExactAtBothEnds) {
-  EXPECT_EQ(optimized::geometry::exp_nonpositive(0.0f), 1.0f);
-  EXPECT_EQ(optimized::geometry::exp_nonpositive(-0.0f), 1.0f);
-  EXPECT_EQ(optimized::geometry::exp_nonpositive(-600.0f), 0.0f);  // the far seeds' -|F - E|^2 / tau
+  EXPECT_EQ(optimized::simd::exp_nonpositive(0.0f), 1.0f);
+  EXPECT_EQ(optimized::simd::exp_nonpositive(-0.0f), 1.0f);
+  EXPECT_EQ(optimized::simd::exp_nonpositive(-600.0f), 0.0f);  // the far seeds' -|F - E|^2 / tau
   const auto bits_of = [](float x) {
     uint32_t bits;
     std::memcpy(&bits, &x, sizeof x);
@@ -188,7 +188,7 @@ TEST(GeometryFieldExp, WithinOneUlpOfExpfAndExactAtBothEnds) {
   const auto compare = [&](uint32_t bits) {  // a negative float's bits grow as it does in magnitude
     float x;
     std::memcpy(&x, &bits, sizeof x);
-    const float mine = optimized::geometry::exp_nonpositive(x), libm = std::exp(x);
+    const float mine = optimized::simd::exp_nonpositive(x), libm = std::exp(x);
     zeros_differ += (mine == 0) != (libm == 0);
     const int64_t ulps = std::abs(int64_t(bits_of(mine)) - int64_t(bits_of(libm)));
     if (ulps > worst_ulps) worst_ulps = ulps, worst_at = x;

@@ -1,4 +1,4 @@
-// geometry/hamiltonian's single-pass bodies (optimized/geometry/hamiltonian-bodies.hpp) on
+// geometry/hamiltonian's single-pass bodies (optimized/geometry/hamiltonian_bodies.hpp) on
 // the host: which floats of a run go out by non-temporal stores at every alignment of the output;
 // vectorized_stencil's and streamed_stores' site bodies against reference<float>, bit for bit, at
 // run lengths with and without whole blocks, at every output alignment, the periodic wrap at both
@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "guarded_floats.hpp"
-#include "optimized/geometry/hamiltonian-bodies.hpp"
-#include "optimized/geometry/streamed_stores.hpp"
+#include "optimized/common/streamed_stores.hpp"
+#include "optimized/geometry/hamiltonian_bodies.hpp"
 #include "process.hpp"
 #include "reference/geometry/hamiltonian.hpp"
 

@@ -1,4 +1,4 @@
-// geometry/mamba_conjugate's sign_vectors phase (phase 3, optimized/geometry/mamba_conjugate-bodies.hpp)
+// geometry/mamba_conjugate's sign_vectors phase (phase 3, optimized/geometry/mamba_conjugate_bodies.hpp)
 // on the host, block by block as the Kokkos kernel runs it, at row counts verify's sizes never
 // have: several blocks, a partial last block, one row. The phase is exact: every value must be
 // the reference's bit for bit.
@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "optimized/geometry/mamba_conjugate-bodies.hpp"
+#include "optimized/geometry/mamba_conjugate_bodies.hpp"
 
 namespace pb {
 namespace {

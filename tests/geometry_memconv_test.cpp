@@ -12,7 +12,7 @@
 
 #include "broken_variant.hpp"
 #include "case_runner.hpp"
-#include "optimized/geometry/lior_memory_conv-bodies.hpp"
+#include "optimized/geometry/lior_memory_conv_bodies.hpp"
 #include "phasebench/backend.hpp"
 #include "phasebench/results.hpp"
 #include "phasebench/runner.hpp"

@@ -15,8 +15,8 @@
 
 #include "broken_variant.hpp"
 #include "case_runner.hpp"
-#include "optimized/geometry/complex_metric-ladder.hpp"
-#include "optimized/geometry/mamba_conjugate-ladder.hpp"
+#include "optimized/geometry/complex_metric_ladder.hpp"
+#include "optimized/geometry/mamba_conjugate_ladder.hpp"
 #include "phasebench/backend.hpp"
 #include "phasebench/check.hpp"
 #include "phasebench/runner.hpp"

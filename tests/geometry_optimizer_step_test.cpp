@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "optimized/geometry/lior_optimizer_step-bodies.hpp"
+#include "optimized/geometry/lior_optimizer_step_bodies.hpp"
 #include "process.hpp"
 #include "suites/geometry/lior_optimizer_step.hpp"
 

@@ -18,7 +18,7 @@
 #include "phasebench/check.hpp"
 #include "tests/cuda/cuda_plan.hpp"
 #include "tests/cuda/host_executor.hpp"
-#include "optimized/geometry/mamba_scan-ladder.hpp"
+#include "optimized/geometry/mamba_scan_ladder.hpp"
 #include "phasebench/backend.hpp"
 #include "phasebench/results.hpp"
 #include "phasebench/rng.hpp"

@@ -1,4 +1,4 @@
-// trainer2/lior_step's single pass (phase 9, optimized/trainer2/lior_step-bodies.hpp) on the host,
+// trainer2/lior_step's single pass (phase 9, optimized/trainer2/lior_step_bodies.hpp) on the host,
 // block by block as the Kokkos kernel runs it, at row counts verify's sizes never have: several
 // blocks, a partial last block, rows past the last group of 16 in a block. verify checks the
 // variant's numbers at the workload's sizes; this, every row and every block of these.
@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "optimized/trainer2/lior_step-bodies.hpp"
+#include "optimized/trainer2/lior_step_bodies.hpp"
 
 namespace pb {
 namespace {

@@ -1,4 +1,4 @@
-// trainer2/retrieval, Kokkos' vectorized_retrieval (phase 14, optimized/trainer2/retrieval_simd-bodies.hpp)
+// trainer2/retrieval, Kokkos' vectorized_retrieval (phase 14, optimized/trainer2/retrieval_simd_bodies.hpp)
 // on the host, row by row as the Kokkos kernel runs it: the blocked mixing gives the per-candidate
 // loop's floats bit for bit at every candidate count around the block (K = 0 to 20: no block, whole
 // blocks, every remainder) and several widths; the maximum finds the largest logit in any lane or
@@ -15,7 +15,7 @@
 #include <random>
 #include <vector>
 
-#include "optimized/trainer2/retrieval_simd-bodies.hpp"
+#include "optimized/trainer2/retrieval_simd_bodies.hpp"
 #include "phasebench/check.hpp"
 #include "process.hpp"
 #include "reference/trainer2/trainer2.hpp"

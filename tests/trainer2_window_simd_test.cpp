@@ -1,4 +1,4 @@
-// trainer2's vectorized_window (phase 13, optimized/trainer2/window_simd-bodies.hpp) on the host,
+// trainer2's vectorized_window (phase 13, optimized/trainer2/window_simd_bodies.hpp) on the host,
 // block by block as the Kokkos kernel runs it, against the reference's Störmer–Verlet steps in
 // fp64, at channel counts verify's sizes do not all have: one ragged block (18, the small size),
 // a full block and a ragged one (50), two full blocks (64); and a window of no steps. verify
@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "optimized/trainer2/window_simd-bodies.hpp"
+#include "optimized/trainer2/window_simd_bodies.hpp"
 #include "phasebench/check.hpp"
 #include "reference/trainer2/trainer2.hpp"
 

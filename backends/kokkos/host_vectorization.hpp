@@ -5,10 +5,12 @@
 //
 // PB_IVDEP (phasebench/host_device.hpp), before a loop: no iteration reads what another wrote.
 //
-// PB_KOKKOS_HOST_ISA_CLONES, defined when every kernel runs on the host (PB_KOKKOS_KERNELS_ON_HOST)
-// and the compiler is GCC on x86-64: the build targets baseline x86-64 (128-bit SSE2), so a hot loop is also compiled for
-// x86-64-v3 (AVX2, FMA) and v4 (AVX-512) with `__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS)))`,
-// and the loader picks the clone this CPU runs (ifunc).
+// PB_HOST_ISA_CLONES, before a function: the build targets baseline x86-64 (128-bit SSE2), so the
+// function is also compiled for x86-64-v3 (AVX2, FMA) and v4 (AVX-512), and the loader picks the
+// clone this CPU runs (ifunc). It clones when every kernel runs on the host
+// (PB_KOKKOS_KERNELS_ON_HOST) and the compiler is GCC on x86-64, and then PB_KOKKOS_HOST_ISA_CLONES
+// is defined (a variant that dispatches to a cloned function only then tests it); elsewhere it is
+// empty.
 
 #include <optional>
 #include <string>
@@ -26,7 +28,16 @@
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(PB_KOKKOS_KERNELS_ON_HOST)
 #define PB_KOKKOS_HOST_ISA_CLONES 1
-#define PB_KOKKOS_ISA_CLONE_TARGETS "arch=x86-64-v4", "arch=x86-64-v3", "default"
+#define PB_HOST_ISA_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+// GCC warns (-Wpsabi) that a 64-byte vector argument or result is passed differently with
+// AVX-512 than without, for the baseline clone of every function that takes or returns one. The
+// clones' vectors never cross such a call: the vectorized bodies are inlined into each clone, and no
+// cloned function is called across a library boundary, so the warning cannot apply to this code.
+// (GCC 12's note "the ABI for passing parameters with 64-byte alignment has changed in GCC 4.6" is
+// not a warning this pragma reaches: the lane functions take their vectors by const reference.)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#else
+#define PB_HOST_ISA_CLONES
 #endif
 
 namespace pb::kokkos_backend {

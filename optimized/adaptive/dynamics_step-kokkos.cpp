@@ -9,8 +9,8 @@
 // UNSUPPORTED (the harness writes that row from the catalog), and the memory held per step is
 // flat: run() allocates nothing.
 //
-// vectorized_cells (issue 28, host cores only): one kernel per iteration, one block of 16 cells per
-// work item running all S steps, its body optimized/adaptive/dynamics_step_simd-bodies.hpp (one cell
+// vectorized_cells (host cores only): one kernel per iteration, one block of 16 cells per
+// work item running all S steps, its body optimized/adaptive/dynamics_step_simd_bodies.hpp (one cell
 // per SIMD lane, the state in stack scratch) compiled for AVX-512, AVX2 and the baseline
 // (host_vectorization.hpp). Its steps are inside the kernel: it marks no step and no region.
 
@@ -21,8 +21,8 @@
 
 #include "backends/kokkos/host_vectorization.hpp"
 #include "backends/kokkos/kokkos_backend.hpp"
-#include "optimized/adaptive/dynamics_step-bodies.hpp"
-#include "optimized/adaptive/dynamics_step_simd-bodies.hpp"
+#include "optimized/adaptive/dynamics_step_bodies.hpp"
+#include "optimized/adaptive/dynamics_step_simd_bodies.hpp"
 #include "phasebench/counters.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/adaptive/dynamics_step.hpp"
@@ -41,25 +41,16 @@ const std::string kMaskLabel = "adaptive/mask", kAnxietyLabel = "adaptive/anxiet
 const std::string kLinearLabel = "adaptive/linear", kHiddenLabel = "adaptive/hidden", kEnergyLabel = "adaptive/energy";
 const std::string kActivityLabel = "adaptive/activity", kBlocksLabel = "adaptive/blocks";
 
-// The per-element helpers shared with the CUDA ladder (dynamics_step-bodies.hpp).
+// The per-element helpers shared with the CUDA ladder (dynamics_step_bodies.hpp).
 using cuda_backend::adaptive::clamp_body;
 using cuda_backend::adaptive::variance_body;
 
 #ifdef PB_KOKKOS_KERNELS_ON_HOST
 namespace simd = pb::adaptive_kernels::dynamics_simd;
 
-#ifdef PB_KOKKOS_HOST_ISA_CLONES
-// The block's vectors never cross a call between clones (everything is inlined into each clone),
-// so GCC's warning about a 64-byte vector's ABI without AVX-512 does not apply.
-#pragma GCC diagnostic ignored "-Wpsabi"
-#define PB_DYNAMICS_ISA_CLONES __attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS)))
-#else
-#define PB_DYNAMICS_ISA_CLONES
-#endif
-
 /// One block, its scratch on this thread's stack (compiled once per ISA: the loader picks the clone).
-PB_DYNAMICS_ISA_CLONES void dynamics_block_cloned(const simd::Model& model, const simd::BlockInputs& in, float* h,
-                                                  float* e, float* a, int64_t block) {
+PB_HOST_ISA_CLONES void dynamics_block_cloned(const simd::Model& model, const simd::BlockInputs& in, float* h,
+                                              float* e, float* a, int64_t block) {
   simd::BlockScratch scratch;
   simd::dynamics_block_of(model, in, h, e, a, block, scratch);
 }

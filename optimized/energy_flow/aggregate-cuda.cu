@@ -1,6 +1,6 @@
 // energy_flow/aggregate on CUDA: kernel launches on the default stream, the ladder of
 // aggregate-kokkos.cpp. Math: reference/energy_flow/aggregate.hpp. Per-flow and per-cell bodies:
-// aggregate-bodies.hpp (run on the host by tests/energy_flow_test.cpp).
+// aggregate_bodies.hpp (run on the host by tests/energy_flow_test.cpp).
 // baseline: host flags; each completed flow's x and y read back with blocking copies (two host
 // syncs per flow); groups in a hash map; per group its flow list uploaded and one one-thread
 // kernel. mask_collection: one kernel writes every flow's cell (-1: not completed), read back once
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_backend.hpp"
-#include "optimized/energy_flow/aggregate-bodies.hpp"
+#include "optimized/energy_flow/aggregate_bodies.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/energy_flow/aggregate.hpp"
 

@@ -1,5 +1,5 @@
 // energy_flow/aggregate on Kokkos (default execution space). Math: reference/energy_flow/aggregate.hpp;
-// per-flow and per-cell bodies: aggregate-bodies.hpp; catalog: suites/energy_flow/aggregate.cpp.
+// per-flow and per-cell bodies: aggregate_bodies.hpp; catalog: suites/energy_flow/aggregate.cpp.
 //
 // baseline (and legacy_xy_grouping, the same loops with the original's (x, y) key): flow objects
 // with host flags; each completed flow's x and y read to the host (two counted host syncs per
@@ -7,7 +7,7 @@
 // kernel doing its softmax and weighted sum.
 // mask_collection: one parallel_scan compacts the completed flows and computes their cells; their
 // count, cells and flow indices read to the host (three syncs) to group them; per group as before.
-// segment_softmax: no host read. The groups as CSR (aggregate-bodies.hpp): cell counts by integer
+// segment_softmax: no host read. The groups as CSR (aggregate_bodies.hpp): cell counts by integer
 // atomics, offsets by a scan, slots by an integer atomic cursor, each segment then sorted by flow
 // index, and one kernel over the cells, each reducing its own segment in flow order. Race-free
 // under any parallel execution space, and deterministic: integer atomics give the same counts
@@ -25,7 +25,7 @@
 // segment_softmax). docs/energy_flow.md has the versions tried and what each measured.
 // vectorized_flows (beyond the seed, exact, host cores only): no partition. Each thread takes a
 // slice of the flows and keeps its own copy of the cells: four kernels of one work item per
-// thread (aggregate_simd-bodies.hpp): keys, omegas and each cell's max in 16 SIMD lanes; the
+// thread (aggregate_simd_bodies.hpp): keys, omegas and each cell's max in 16 SIMD lanes; the
 // copies' maxima merged per block of cells; exp(omega - max) in lanes and the per-cell sums; the
 // copies' sums added and divided per block of cells. Deterministic for a given thread count.
 
@@ -36,8 +36,8 @@
 
 #include "backends/kokkos/host_vectorization.hpp"
 #include "backends/kokkos/kokkos_backend.hpp"
-#include "optimized/energy_flow/aggregate-bodies.hpp"
-#include "optimized/energy_flow/aggregate_simd-bodies.hpp"
+#include "optimized/energy_flow/aggregate_bodies.hpp"
+#include "optimized/energy_flow/aggregate_simd_bodies.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/energy_flow/aggregate.hpp"
 
@@ -75,9 +75,9 @@ KOKKOS_INLINE_FUNCTION void cells_of_slice(const body::FlowPointers& p, int widt
 
 // Also compiled for AVX2 and AVX-512 where the host allows it (host_vectorization.hpp). The loop
 // stays scalar in every clone (the tie's branch, the int64 batch arithmetic), but there floor is
-// one instruction rather than SSE2's emulation: 0.48 -> 0.45 ms at the default size, measured.
+// one instruction rather than SSE2's emulation.
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
-__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void cells_of_slice_cloned(
+PB_HOST_ISA_CLONES void cells_of_slice_cloned(
     const body::FlowPointers& p, int width, int height, int64_t begin, int64_t end, int64_t* cell_of) {
   cells_of_slice(p, width, height, begin, end, cell_of);
 }
@@ -89,31 +89,22 @@ __attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void cells_of_slice_
 #ifdef PB_KOKKOS_KERNELS_ON_HOST
 namespace simd = body::simd;
 
-#ifdef PB_KOKKOS_HOST_ISA_CLONES
-// The lanes never cross a call between clones (the bodies are inlined into each clone), so GCC's
-// warning about a 64-byte vector's ABI without AVX-512 does not apply.
-#pragma GCC diagnostic ignored "-Wpsabi"
-#define PB_AGGREGATE_ISA_CLONES __attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS)))
-#else
-#define PB_AGGREGATE_ISA_CLONES
-#endif
-
 // vectorized_flows' four passes, each compiled once per ISA (the loader picks the clone); what
 // a work item reads and writes is the header's (keys_and_maxima_of and the others, tested there).
-PB_AGGREGATE_ISA_CLONES void keys_and_maxima_cloned(const body::FlowPointers& p, const simd::Layout& layout,
-                                                    int64_t slice, int32_t* keys, float* omegas, float* largest) {
+PB_HOST_ISA_CLONES void keys_and_maxima_cloned(const body::FlowPointers& p, const simd::Layout& layout,
+                                               int64_t slice, int32_t* keys, float* omegas, float* largest) {
   simd::keys_and_maxima_of(p, layout, slice, keys, omegas, largest);
 }
-PB_AGGREGATE_ISA_CLONES void merge_maxima_cloned(const simd::Layout& layout, const body::CellBlocks& blocks,
-                                                 int64_t owner, float* largest, float* sums) {
+PB_HOST_ISA_CLONES void merge_maxima_cloned(const simd::Layout& layout, const body::CellBlocks& blocks,
+                                            int64_t owner, float* largest, float* sums) {
   simd::merge_maxima_of(layout, blocks, owner, largest, sums);
 }
-PB_AGGREGATE_ISA_CLONES void sums_cloned(const body::FlowPointers& p, const simd::Layout& layout, int64_t slice,
-                                         const int32_t* keys, const float* omegas, const float* largest, float* sums) {
+PB_HOST_ISA_CLONES void sums_cloned(const body::FlowPointers& p, const simd::Layout& layout, int64_t slice,
+                                    const int32_t* keys, const float* omegas, const float* largest, float* sums) {
   simd::sums_of(p, layout, slice, keys, omegas, largest, sums);
 }
-PB_AGGREGATE_ISA_CLONES void outputs_cloned(const simd::Layout& layout, const body::CellBlocks& blocks,
-                                            int64_t owner, const float* sums, float* out) {
+PB_HOST_ISA_CLONES void outputs_cloned(const simd::Layout& layout, const body::CellBlocks& blocks,
+                                       int64_t owner, const float* sums, float* out) {
   simd::outputs_of(layout, blocks, owner, sums, out);
 }
 #endif  // PB_KOKKOS_KERNELS_ON_HOST

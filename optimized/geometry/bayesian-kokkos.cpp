@@ -11,13 +11,14 @@
 // kernel or a copy of F). With compiled (the seed), two kernels: one
 // reduction that also stores the weights, one kernel writing the posterior and the update.
 // With vectorized_weights (beyond the seed), the same two passes over runs of values, each a
-// loop the compiler vectorizes: the weights from exp_nonpositive (bayesian-exp.hpp) instead of a
+// loop the compiler vectorizes: the weights from exp_nonpositive (optimized/common/simd_math.hpp) instead of a
 // libm call per value, Z's terms in kLanes float lanes per block and the blocks' sums in double
-// (the passes' bodies: bayesian-bodies.hpp). With streamed_stores (beyond the seed), pass 2 as one
+// (the passes' bodies: bayesian_bodies.hpp). With streamed_stores (beyond the seed), pass 2 as one
 // work item per thread, its posterior and update written by non-temporal stores.
 // Z is summed in double (reference/geometry/bayesian.hpp says why). Every View is allocated in
 // setup(): run() allocates nothing.
 
+#include "optimized/common/integer_math.hpp"
 #include "reference/geometry/bayesian.hpp"
 
 #include <algorithm>
@@ -26,7 +27,7 @@
 
 #include "backends/kokkos/host_vectorization.hpp"
 #include "backends/kokkos/kokkos_backend.hpp"
-#include "optimized/geometry/bayesian-bodies.hpp"
+#include "optimized/geometry/bayesian_bodies.hpp"
 #include "suites/geometry/field.hpp"
 
 namespace pb::kokkos_backend {
@@ -35,6 +36,7 @@ namespace {
 namespace geo = pb::suites::geometry;
 namespace ref = pb::reference::geometry;
 namespace runs = pb::optimized::geometry::bayesian_runs;
+using pb::optimized::ceil_div;
 using Vec = DeviceView<float*>;
 using Scalar = DeviceView<double>;  // Z, summed in double (reference/geometry/bayesian.hpp says why)
 
@@ -54,11 +56,10 @@ const std::string kStreamedLabel = "bayesian/streamed_posterior_update";
 // once where the baseline code rounds twice: within the tolerances (the measured errors of every
 // phase are the same, docs/geometry.md).
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
-#define PB_BAYESIAN_CLONED __attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS)))
-PB_BAYESIAN_CLONED double weights_of_run_cloned(const float* f, const float* e, float* w, int64_t begin, int64_t end) {
+PB_HOST_ISA_CLONES double weights_of_run_cloned(const float* f, const float* e, float* w, int64_t begin, int64_t end) {
   return runs::weights_of_run(f, e, w, begin, end);
 }
-PB_BAYESIAN_CLONED void posterior_update_of_run_cloned(const float* f, const float* w, float z, float* posterior,
+PB_HOST_ISA_CLONES void posterior_update_of_run_cloned(const float* f, const float* w, float z, float* posterior,
                                                        float* update, int64_t begin, int64_t end) {
   runs::posterior_update_of_run(f, w, z, posterior, update, begin, end);
 }
@@ -74,10 +75,7 @@ PB_BAYESIAN_CLONED void posterior_update_of_run_cloned(const float* f, const flo
 #if defined(PB_KOKKOS_KERNELS_ON_HOST) && defined(PB_GEOMETRY_STREAMING_STORES)
 #define PB_BAYESIAN_STREAMED 1
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
-// Its 16-float blocks never cross a call between clones (the body is inlined into each), so GCC's
-// warning about a 64-byte vector's ABI without AVX-512 (for the baseline clone) does not apply.
-#pragma GCC diagnostic ignored "-Wpsabi"
-PB_BAYESIAN_CLONED void streamed_posterior_update_cloned(const float* f, const float* w, float z, float* posterior,
+PB_HOST_ISA_CLONES void streamed_posterior_update_cloned(const float* f, const float* w, float z, float* posterior,
                                                          float* update, int64_t begin, int64_t end) {
   runs::streamed_posterior_update(f, w, z, posterior, update, begin, end);
 }
@@ -185,8 +183,8 @@ class BayesianKokkos final : public Variant {
   }
 
   /// compiled: one reduction stores w and sums Z, one kernel writes the posterior and the update.
-  /// (Recomputing w in the second kernel instead of storing it costs a second exp per value and
-  /// measured 13 ms against 8.6 for the four kernels of the baseline.)
+  /// (Recomputing w in the second kernel rather than storing it costs a second exp per value,
+  /// which makes it slower than the four kernels of the baseline.)
   void fused() {
     const Vec f = f_, e = e_, w = w_, posterior = posterior_, update = update_;
     const Scalar z = z_;
@@ -209,7 +207,7 @@ class BayesianKokkos final : public Variant {
     weights_and_z();
     const Vec f = f_, w = w_, posterior = posterior_, update = update_;
     const Scalar z = z_;
-    const int64_t count = count_, length = runs::run_length_of(count_), run_count = (count_ + length - 1) / length;
+    const int64_t count = count_, length = runs::run_length_of(count_), run_count = ceil_div(count_, length);
     Kokkos::parallel_for(kRunLabel, RangePolicy(0, run_count), KOKKOS_LAMBDA(int64_t run) {
       PB_BAYESIAN_POSTERIOR_UPDATE_OF_RUN(f.data(), w.data(), float(z()), posterior.data(), update.data(),
                                           run * length, runs::run_end(run, length, count));
@@ -220,7 +218,7 @@ class BayesianKokkos final : public Variant {
   /// of the field per index.
   void weights_and_z() {
     const Vec f = f_, e = e_, w = w_;
-    const int64_t count = count_, length = runs::run_length_of(count_), run_count = (count_ + length - 1) / length;
+    const int64_t count = count_, length = runs::run_length_of(count_), run_count = ceil_div(count_, length);
     Kokkos::parallel_reduce(kRunZLabel, RangePolicy(0, run_count), KOKKOS_LAMBDA(int64_t run, double& sum) {
       sum += PB_BAYESIAN_WEIGHTS_OF_RUN(f.data(), e.data(), w.data(), run * length, runs::run_end(run, length, count));
     }, z_);
@@ -234,7 +232,7 @@ class BayesianKokkos final : public Variant {
     const Vec f = f_, w = w_, posterior = posterior_, update = update_;
     const Scalar z = z_;
     const int64_t count = count_;
-    const int64_t items = std::min<int64_t>((count + runs::kValuesPerBlock - 1) / runs::kValuesPerBlock,
+    const int64_t items = std::min<int64_t>(ceil_div(count, runs::kValuesPerBlock),
                                             ExecSpace::concurrency());
     Kokkos::parallel_for(kStreamedLabel, RangePolicy(0, items), KOKKOS_LAMBDA(int64_t item) {
       const auto range = runs::values_of_item(item, items, count);

@@ -129,8 +129,8 @@ class BayesianOnednn final : public Variant {
   }
 
   /// Z = the sum of `terms`, per lattice site over its D^2 values, then over the sites: one
-  /// reduction_sum over all M terms adds them one by one in fp32 here, and loses 2.4e-4 of Z at the
-  /// default size and 2.9e-3 at large (measured), where the per-site sums keep every partial sum
+  /// reduction_sum over all M terms adds them one by one in fp32 here, and loses Z's accuracy
+  /// (the more, the larger the size), where the per-site sums keep every partial sum
   /// well above the ulp of its terms.
   void add_z_sum(const memory& terms) {
     const memory::dim sites = shape_.sites();

@@ -10,8 +10,8 @@
 // and contracts S with Ginv in one kernel per point; batched_metric evaluates all 2d + 1 metrics
 // in one launch; solve solves G Gamma = S^T / 2 per point instead of forming Ginv.
 //
-// vectorized_points (issue 28, host cores only): one block of 16 points per work item, the block's
-// body optimized/geometry/christoffel_simd-bodies.hpp (one point per SIMD lane) compiled for
+// vectorized_points (host cores only): one block of 16 points per work item, the block's
+// body optimized/geometry/christoffel_simd_bodies.hpp (one point per SIMD lane) compiled for
 // AVX-512, AVX2 and the baseline (host_vectorization.hpp). No intermediate View: a block's metrics,
 // derivatives and solve stay in its 48 kB of stack scratch, and Gamma is written once.
 
@@ -21,7 +21,7 @@
 
 #include "backends/kokkos/host_vectorization.hpp"
 #include "backends/kokkos/kokkos_backend.hpp"
-#include "optimized/geometry/christoffel_simd-bodies.hpp"
+#include "optimized/geometry/christoffel_simd_bodies.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/geometry/christoffel.hpp"
 
@@ -47,19 +47,9 @@ const std::string kBlocksLabel = "christoffel/blocks";
 #ifdef PB_KOKKOS_KERNELS_ON_HOST
 namespace simd = pb::geometry_kernels::christoffel_simd;
 
-#ifdef PB_KOKKOS_HOST_ISA_CLONES
-// The block's vectors never cross a call between clones (everything is inlined into each clone),
-// so GCC's warning about a 64-byte vector's ABI without AVX-512 (reported at the end of the file,
-// for the baseline clone) does not apply.
-#pragma GCC diagnostic ignored "-Wpsabi"
-#define PB_CHRISTOFFEL_ISA_CLONES __attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS)))
-#else
-#define PB_CHRISTOFFEL_ISA_CLONES
-#endif
-
 /// One block, its scratch on this thread's stack (compiled once per ISA: the loader picks the clone).
-PB_CHRISTOFFEL_ISA_CLONES void christoffel_block_cloned(const simd::PreparedWeights& w, const float* x, float* gamma,
-                                                        int64_t points, int64_t block) {
+PB_HOST_ISA_CLONES void christoffel_block_cloned(const simd::PreparedWeights& w, const float* x, float* gamma,
+                                                 int64_t points, int64_t block) {
   simd::BlockScratch scratch;
   simd::christoffel_block_of(w, x, gamma, points, block, scratch);
 }

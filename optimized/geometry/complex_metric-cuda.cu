@@ -1,10 +1,10 @@
-// geometry/complex_metric on CUDA: the executor ladder of complex_metric-ladder.hpp (what each phase launches and
+// geometry/complex_metric on CUDA: the executor ladder of complex_metric_ladder.hpp (what each phase launches and
 // allocates; the kernel bodies, which tests/geometry_metric_test.cpp runs on the host) on a
-// DeviceExecutor (metric-cuda_variant.cuh). SKIPPED without a device: compiled here, never run on a
+// DeviceExecutor (metric_variant-cuda.cuh). SKIPPED without a device: compiled here, never run on a
 // GPU. Math: reference/geometry/complex_metric.hpp.
 
-#include "optimized/geometry/complex_metric-ladder.hpp"
-#include "optimized/geometry/metric-cuda_variant.cuh"
+#include "optimized/geometry/complex_metric_ladder.hpp"
+#include "optimized/geometry/metric_variant-cuda.cuh"
 
 namespace pb::cuda_backend {
 namespace {

@@ -1,17 +1,17 @@
 // geometry/complex_metric on Kokkos (default execution space). Phases 0-2: the executor ladder of
-// complex_metric-ladder.hpp (what each phase launches; the kernel bodies the CUDA variant and the
-// host tests run too) on KokkosExecutor (metric-kokkos_executor.hpp). Phase 3, entry_vectors
-// (issue 28, host cores only): the weights of Q = psi^T 1/2 gamma_m gamma_n psi laid out by pair,
+// complex_metric_ladder.hpp (what each phase launches; the kernel bodies the CUDA variant and the
+// host tests run too) on KokkosExecutor (metric_executor-kokkos.hpp). Phase 3, entry_vectors
+// (host cores only): the weights of Q = psi^T 1/2 gamma_m gamma_n psi laid out by pair,
 // then one kernel over blocks of items, Q in SIMD registers, Phi = Q - Q^T and Theta = Q + Q^T
-// (complex_metric-bodies.hpp), compiled for AVX-512, AVX2 and the baseline (host_vectorization.hpp). Math: reference/geometry/complex_metric.hpp.
+// (complex_metric_bodies.hpp), compiled for AVX-512, AVX2 and the baseline (host_vectorization.hpp). Math: reference/geometry/complex_metric.hpp.
 
 #include <memory>
 #include <optional>
 
 #include "backends/kokkos/host_vectorization.hpp"
-#include "optimized/geometry/complex_metric-bodies.hpp"
-#include "optimized/geometry/complex_metric-ladder.hpp"
-#include "optimized/geometry/metric-kokkos_executor.hpp"
+#include "optimized/geometry/complex_metric_bodies.hpp"
+#include "optimized/geometry/complex_metric_ladder.hpp"
+#include "optimized/geometry/metric_executor-kokkos.hpp"
 
 namespace pb::kokkos_backend {
 namespace {
@@ -22,7 +22,7 @@ namespace ev = pb::geometry_kernels::entry_vectors;
 #ifdef PB_KOKKOS_KERNELS_ON_HOST
 
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
-__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void entry_vectors_block_cloned(
+PB_HOST_ISA_CLONES void entry_vectors_block_cloned(
     const float* weights, const float* psi, float* phi, float* theta, int64_t items, int64_t block) {
   ev::block(weights, psi, phi, theta, items, block);
 }
@@ -31,7 +31,7 @@ __attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void entry_vectors_b
 #define PB_CM_ENTRY_VECTORS_BLOCK ev::block
 #endif
 
-/// The weights of Q by pair ([pair][entry], complex_metric-bodies.hpp), from gamma.
+/// The weights of Q by pair ([pair][entry], complex_metric_bodies.hpp), from gamma.
 struct EntryWeights {
   const float* gamma;
   float* weights;

@@ -12,7 +12,7 @@
 // one pass with each site's channels as one contiguous run beside its neighbours' runs, which the
 // compiler vectorizes. With streamed_stores (beyond the seed), the same values 16 floats at a time
 // and H written by non-temporal stores, one work item per thread. The two single-pass bodies are in
-// hamiltonian-bodies.hpp. Every View is allocated in setup(): run() allocates nothing.
+// hamiltonian_bodies.hpp. Every View is allocated in setup(): run() allocates nothing.
 
 #include "reference/geometry/hamiltonian.hpp"
 
@@ -22,7 +22,7 @@
 
 #include "backends/kokkos/host_vectorization.hpp"
 #include "backends/kokkos/kokkos_backend.hpp"
-#include "optimized/geometry/hamiltonian-bodies.hpp"
+#include "optimized/geometry/hamiltonian_bodies.hpp"
 #include "suites/geometry/field.hpp"
 
 namespace pb::kokkos_backend {
@@ -43,11 +43,10 @@ const std::string kVectorizedLabel = "hamiltonian/vectorized";
 const std::string kStreamedLabel = "hamiltonian/streamed";
 
 // The site loops also compiled for AVX2 and AVX-512 where the host allows it (host_vectorization.hpp):
-// vectorized_stencil's 1.2-1.7x faster than the baseline SSE2 loop at the default size, in A/B runs
-// on an AVX-512 guest. streamed_stores' clones take a work item's whole range of sites, so that
+// vectorized_stencil's wider loop is faster than the baseline SSE2 one. streamed_stores' clones take a work item's whole range of sites, so that
 // the fence after its last streamed store is in the clone too.
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
-__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void hamiltonian_site_cloned(
+PB_HOST_ISA_CLONES void hamiltonian_site_cloned(
     const float* f, const float* v, float* h, const stencil::SiteRuns& runs, int64_t channels) {
   stencil::hamiltonian_site(f, v, h, runs, channels);
 }
@@ -59,11 +58,7 @@ __attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void hamiltonian_sit
 #if defined(PB_KOKKOS_KERNELS_ON_HOST) && defined(PB_GEOMETRY_STREAMING_STORES)
 #define PB_HAMILTONIAN_STREAMED 1
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
-// The 16-float blocks never cross a call between clones (the bodies are inlined into each clone),
-// so GCC's warning about a 64-byte vector's ABI without AVX-512 (reported at the end of the file,
-// for the baseline clone) does not apply.
-#pragma GCC diagnostic ignored "-Wpsabi"
-__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void streamed_sites_cloned(
+PB_HOST_ISA_CLONES void streamed_sites_cloned(
     const float* f, const float* v, float* h, int64_t first, int64_t last, int64_t nx, int64_t ny,
     int64_t channels) {
   stencil::streamed_sites(f, v, h, first, last, nx, ny, channels);
@@ -143,8 +138,8 @@ class HamiltonianKokkos final : public Variant {
   }
 
   /// One thread per site, looping over its channels: the site's neighbours are found once, and
-  /// a value index costs no division (one thread per value divided by the channel count and by
-  /// Ny for every value, and ran 4x slower than reference<float> on the Serial space).
+  /// a value index costs no division (one thread per value divides by the channel count and by
+  /// Ny for every value, slower than reference<float> on the Serial space).
   void stencil_all() {
     const Vec f = f_, lap = lap_;
     const int64_t nx = shape_.nx, ny = shape_.ny, channels = shape_.channels();

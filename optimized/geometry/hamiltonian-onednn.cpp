@@ -101,8 +101,8 @@ class HamiltonianOnednn final : public Variant {
     program_.add(copy(field(nx, 1, 0, ny - 1), pad(nx, 1, 1, 0)));          // last column left
     program_.add(copy(field(nx, 1, 0, 0), pad(nx, 1, 1, ny + 1)));          // first column right
     // The convolution in the layouts it asks for (format_tag::any: blocked nChw16c here). With the
-    // plain nhwc image itself oneDNN 2.6 has only its reference convolution (ref:any, 127 ms at the
-    // default size against ~1 ms for the jit one), so the image is reordered in and the result out.
+    // plain nhwc image itself oneDNN 2.6 has only its reference convolution (ref:any, two orders of
+    // magnitude slower than the jit one), so the image is reordered in and the result out.
     const memory::desc any_image({1, count, nx + 2, ny + 2}, memory::data_type::f32, memory::format_tag::any);
     const memory::desc any_out({1, count, nx, ny}, memory::data_type::f32, memory::format_tag::any);
     const memory::desc any_weights({count, 1, 1, 3, 3}, memory::data_type::f32, memory::format_tag::any);

@@ -1,6 +1,6 @@
 // geometry/lior_memory_conv on CUDA: kernel launches on the default stream, the ladder of
 // lior_memory_conv-kokkos.cpp. Math: reference/geometry/lior_memory_conv.hpp. Per-element bodies:
-// lior_memory_conv-bodies.hpp (run on the host by tests/geometry_memconv_test.cpp).
+// lior_memory_conv_bodies.hpp (run on the host by tests/geometry_memconv_test.cpp).
 // host_taps reads the parameters back with a blocking copy (one host sync, the original's
 // .cpu().numpy()), builds the taps on the host and uploads them; device_taps builds and
 // normalizes them in three kernels; fft_conv uses cuFFT (plans made in setup()). Without a usable
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_backend.hpp"
-#include "optimized/geometry/lior_memory_conv-bodies.hpp"
+#include "optimized/geometry/lior_memory_conv_bodies.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/geometry/lior_memory_conv.hpp"
 
@@ -133,7 +133,7 @@ class LiorMemoryConvCuda final : public Variant {
     return buffer;
   }
 
-  /// Buffers in the layout of lior_memory_conv-bodies.hpp and one cuFFT plan per direction over
+  /// Buffers in the layout of lior_memory_conv_bodies.hpp and one cuFFT plan per direction over
   /// the B C lines; the padding is zeroed once (an out-of-place R2C keeps its input).
   void setup_fft() {
     L_ = shape_.fft_length();

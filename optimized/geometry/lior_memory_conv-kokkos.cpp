@@ -1,5 +1,5 @@
 // geometry/lior_memory_conv on Kokkos (default execution space). Math:
-// reference/geometry/lior_memory_conv.hpp; per-element bodies: lior_memory_conv-bodies.hpp;
+// reference/geometry/lior_memory_conv.hpp; per-element bodies: lior_memory_conv_bodies.hpp;
 // catalog: suites/geometry/lior_memory_conv.cpp.
 //
 //   k_t = K(t+1)/(|sum K| + 1e-8);  out = w0 x + (1 - w0) causal_conv(k, x) along N, per channel,
@@ -29,7 +29,7 @@
 
 #include "backends/kokkos/host_vectorization.hpp"
 #include "backends/kokkos/kokkos_backend.hpp"
-#include "optimized/geometry/lior_memory_conv-bodies.hpp"
+#include "optimized/geometry/lior_memory_conv_bodies.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/geometry/lior_memory_conv.hpp"
 
@@ -50,7 +50,7 @@ const std::string kFftLabel = "lior_memory_conv/fft_pointwise";
 const std::string kBlockedLabel = "lior_memory_conv/blocked_fft";
 
 #ifdef PHASEBENCH_HAS_FFTW
-/// The FFT phase's buffers and plans (layout: lior_memory_conv-bodies.hpp): xpad and ypad
+/// The FFT phase's buffers and plans (layout: lior_memory_conv_bodies.hpp): xpad and ypad
 /// [B, C, L], the spectrum [B, C, L/2+1], the padded taps [L] and their spectrum; one plan per
 /// direction over all B C lines.
 struct FftPlans {
@@ -83,26 +83,20 @@ struct FftPlans {
   fftwf_plan forward, inverse, taps;
 };
 // kChunkLines = 4: 3 x 4 x 32 kB of buffers at the default size (L = 8192), in a 1 MB L2 with room
-// for the lines of x being read. FFTW on one thread, 512 lines of the default size: 11.2 ms in
-// chunks of 4, 11.4 of 8, 11.5 of 16, 17.3 as one batch of 512 (a microbenchmark on a 2-core EPYC
-// guest). blocked_fft's loops around the transforms, full chunks (the lines known to be kChunkLines) and
+// for the lines of x being read; FFTW on one thread is fastest in chunks of 4 and slowest as one
+// batch of all lines (docs/geometry.md). blocked_fft's loops around the transforms, full chunks (the lines known to be kChunkLines) and
 // the product, also compiled for AVX2 and AVX-512 where the host allows it (host_vectorization.hpp).
 constexpr int64_t kChunkLines = 4;
 static_assert(kChunkLines <= body::kMaxChunkLines);
-#ifdef PB_KOKKOS_HOST_ISA_CLONES
-#define PB_MEMCONV_CLONED __attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS)))
-#else
-#define PB_MEMCONV_CLONED
-#endif
-PB_MEMCONV_CLONED void pad_full_chunk(const float* x, int64_t n, int64_t channels, int64_t L, int64_t first,
-                                      float* pad) {
+PB_HOST_ISA_CLONES void pad_full_chunk(const float* x, int64_t n, int64_t channels, int64_t L, int64_t first,
+                                       float* pad) {
   body::pad_lines<kChunkLines>(x, n, channels, L, first, kChunkLines, pad);
 }
-PB_MEMCONV_CLONED void multiply_chunk(const float* kspec, int64_t bins, int64_t count, float inv_L, float* spec) {
+PB_HOST_ISA_CLONES void multiply_chunk(const float* kspec, int64_t bins, int64_t count, float inv_L, float* spec) {
   body::multiply_spectra(kspec, bins, count, inv_L, spec);
 }
-PB_MEMCONV_CLONED void blend_full_chunk(const float* x, const float* y, int64_t n, int64_t channels, int64_t L,
-                                        int64_t first, float w0, float* out) {
+PB_HOST_ISA_CLONES void blend_full_chunk(const float* x, const float* y, int64_t n, int64_t channels, int64_t L,
+                                         int64_t first, float w0, float* out) {
   body::blend_lines<kChunkLines>(x, y, n, channels, L, first, kChunkLines, w0, out);
 }
 

@@ -6,7 +6,7 @@
 //
 // Parameters, gradients and outputs are flat Views with the tensors one after the other
 // (offsets[j] .. offsets[j+1]). Nothing is allocated in run(). streaming_update (host cores only)
-// runs its spans' updates from lior_optimizer_step-bodies.hpp.
+// runs its spans' updates from lior_optimizer_step_bodies.hpp.
 
 #include <limits>
 #include <memory>
@@ -17,7 +17,7 @@
 
 #include "backends/kokkos/host_vectorization.hpp"
 #include "backends/kokkos/kokkos_backend.hpp"
-#include "optimized/geometry/lior_optimizer_step-bodies.hpp"
+#include "optimized/geometry/lior_optimizer_step_bodies.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/geometry/lior_optimizer_step.hpp"
 
@@ -143,7 +143,7 @@ class LiorOptimizerStepKokkos final : public Variant {
   }
 
   /// One launch over every value of every tensor: a team per tensor, its threads over the values
-  /// (a flat range with a bisection per value to find the tensor ran 10x slower on Serial).
+  /// (a flat range with a bisection per value to find the tensor is much slower on Serial).
   void update_all() const {
     const Vec params = params_, grads = grads_, out = out_, scales = scales_;
     const Offsets offsets = offsets_;

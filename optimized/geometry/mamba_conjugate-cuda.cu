@@ -1,10 +1,10 @@
-// geometry/mamba_conjugate on CUDA: the executor ladder of mamba_conjugate-ladder.hpp (what each phase launches and
+// geometry/mamba_conjugate on CUDA: the executor ladder of mamba_conjugate_ladder.hpp (what each phase launches and
 // allocates; the kernel bodies, which tests/geometry_metric_test.cpp runs on the host) on a
-// DeviceExecutor (metric-cuda_variant.cuh). SKIPPED without a device: compiled here, never run on a
+// DeviceExecutor (metric_variant-cuda.cuh). SKIPPED without a device: compiled here, never run on a
 // GPU. Math: reference/geometry/mamba_conjugate.hpp.
 
-#include "optimized/geometry/mamba_conjugate-ladder.hpp"
-#include "optimized/geometry/metric-cuda_variant.cuh"
+#include "optimized/geometry/mamba_conjugate_ladder.hpp"
+#include "optimized/geometry/metric_variant-cuda.cuh"
 
 namespace pb::cuda_backend {
 namespace {

@@ -1,17 +1,17 @@
 // geometry/mamba_conjugate on Kokkos (default execution space). Phases 0-2: the executor ladder of
-// mamba_conjugate-ladder.hpp (what each phase launches and allocates; the kernel bodies the CUDA
-// variant and the host tests run too) on KokkosExecutor (metric-kokkos_executor.hpp). Phase 3,
-// sign_vectors (issue 28, host cores only): both results in one kernel over blocks of rows, each
-// row multiplied by the constant signs (mamba_conjugate-bodies.hpp), compiled for AVX-512, AVX2
+// mamba_conjugate_ladder.hpp (what each phase launches and allocates; the kernel bodies the CUDA
+// variant and the host tests run too) on KokkosExecutor (metric_executor-kokkos.hpp). Phase 3,
+// sign_vectors (host cores only): both results in one kernel over blocks of rows, each
+// row multiplied by the constant signs (mamba_conjugate_bodies.hpp), compiled for AVX-512, AVX2
 // and the baseline (host_vectorization.hpp). Math: reference/geometry/mamba_conjugate.hpp.
 
 #include <memory>
 #include <optional>
 
 #include "backends/kokkos/host_vectorization.hpp"
-#include "optimized/geometry/mamba_conjugate-bodies.hpp"
-#include "optimized/geometry/mamba_conjugate-ladder.hpp"
-#include "optimized/geometry/metric-kokkos_executor.hpp"
+#include "optimized/geometry/mamba_conjugate_bodies.hpp"
+#include "optimized/geometry/mamba_conjugate_ladder.hpp"
+#include "optimized/geometry/metric_executor-kokkos.hpp"
 
 namespace pb::kokkos_backend {
 namespace {
@@ -22,7 +22,7 @@ namespace sv = pb::geometry_kernels::sign_vectors;
 #ifdef PB_KOKKOS_KERNELS_ON_HOST
 
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
-__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void both_tensors_block_cloned(
+PB_HOST_ISA_CLONES void both_tensors_block_cloned(
     const float* r, const float* i, float* r_conj, float* i_conj, int64_t rows, int64_t item) {
   sv::both_tensors_block(r, i, r_conj, i_conj, rows, item);
 }

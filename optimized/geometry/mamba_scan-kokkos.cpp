@@ -1,10 +1,10 @@
 // geometry/mamba_scan on Kokkos (default execution space): the executor ladder of
-// mamba_scan-ladder.hpp (what each phase launches; the kernel bodies the CUDA variant and the host
-// tests run too) on KokkosExecutor (metric-kokkos_executor.hpp). Math:
+// mamba_scan_ladder.hpp (what each phase launches; the kernel bodies the CUDA variant and the host
+// tests run too) on KokkosExecutor (metric_executor-kokkos.hpp). Math:
 // reference/geometry/mamba_scan.hpp.
 
-#include "optimized/geometry/mamba_scan-ladder.hpp"
-#include "optimized/geometry/metric-kokkos_executor.hpp"
+#include "optimized/geometry/mamba_scan_ladder.hpp"
+#include "optimized/geometry/metric_executor-kokkos.hpp"
 
 namespace pb::kokkos_backend {
 namespace {

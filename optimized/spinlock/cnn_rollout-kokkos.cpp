@@ -25,6 +25,7 @@
 
 #include "backends/kokkos/host_vectorization.hpp"
 #include "backends/kokkos/kokkos_backend.hpp"
+#include "optimized/common/integer_math.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/spinlock/cnn_rollout.hpp"
 
@@ -33,6 +34,7 @@ namespace {
 
 namespace sp = pb::suites::spinlock;
 namespace ref = pb::reference::spinlock;
+using pb::optimized::ceil_div;
 
 using TeamPolicy = Kokkos::TeamPolicy<ExecSpace, Kokkos::IndexType<int64_t>>;
 using Member = TeamPolicy::member_type;
@@ -368,7 +370,7 @@ KOKKOS_INLINE_FUNCTION void convolve_run_3x3(const Block<P>& b, int n, int o, in
 // (AVX-512), and the loader picks the clone this CPU runs (ifunc); fp-contract=fast lets the
 // clones use FMA (a rounding difference well inside the fp32 budget).
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
-#define PB_SPINLOCK_CLONED __attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS), optimize("fp-contract=fast")))
+#define PB_SPINLOCK_CLONED PB_HOST_ISA_CLONES __attribute__((optimize("fp-contract=fast")))
 PB_SPINLOCK_CLONED void convolve_run_cloned(const Block<Fp32>& b, int n, int o, int64_t begin, int64_t end, float* out) {
   convolve_run_3x3(b, n, o, begin, end, out);
 }
@@ -452,7 +454,7 @@ KOKKOS_INLINE_FUNCTION void convolve_group(const Member& team, const Block<P>& b
     return;
   }
   // Position 0 and the last are halo pixels whose taps would leave the plane: skipped.
-  const int64_t run_length = height * b.pre_grid.row_stride(), chunks = (run_length + kRunChunk - 1) / kRunChunk;
+  const int64_t run_length = height * b.pre_grid.row_stride(), chunks = ceil_div(run_length, kRunChunk);
   Kokkos::parallel_for(Kokkos::TeamThreadRange(team, per_group * chunks), [&](int64_t r) {
     const int64_t begin = (r % chunks) * kRunChunk, end = begin + kRunChunk < run_length - 1 ? begin + kRunChunk : run_length - 1;
     float* out = b.pre.data() + b.pre_grid.row(first_plane + r / chunks, 0) - 1;

@@ -68,9 +68,8 @@ struct RolloutPlan {
   bool bf16;
   bool batched;  // batching: one call for all M realizations (N = M everywhere)
   // profile_guided: the convolutions dominate, and on plain NCHW oneDNN runs them as gemm:jit
-  // (im2col + sgemm) at 45-80 GFLOP/s fp32 and 40-100 bf16 (the 32->64 3x3 block at N=3:
-  // 4-6 ms); asked with format_tag::any it picks channels-last (NHWC) brgconv at 115 GFLOP/s
-  // fp32 and 236 bf16 (avx512_core_bf16 dot products: 1.9 ms). So activations are NHWC between
+  // (im2col + sgemm); asked with format_tag::any it picks channels-last (NHWC) brgconv, faster in
+  // fp32 and more so in bf16 (avx512_core_bf16 dot products). So activations are NHWC between
   // all layers (named explicitly, as the norms take per-sample views of them) and the weights in
   // the layout the primitive chose from format_tag::any (reordered once in setup); reorders only
   // at the ends (state to bf16, state to the trajectory).
@@ -228,8 +227,7 @@ class OperatorCall {
   // Preallocated buffers (operator_opts, exact_fast): each block writes one of two buffers sized
   // for the widest block, the one its source is not in. The variant then allocates nothing in
   // run(); bytes_alloc_per_iter still shows a few hundred bytes per primitive execution, which
-  // oneDNN 2.6 allocates inside execute itself (208 bytes for a 2-argument eltwise, measured
-  // with a counting operator new).
+  // oneDNN 2.6 allocates inside execute itself (a counting operator new sees it).
   void allocate_ping_pong() {
     if (plan_.fresh_buffers) return;
     const int widest = *std::max_element(weights_.out_channels.begin(), weights_.out_channels.end());
@@ -291,8 +289,8 @@ class OperatorCall {
   // statistics exist, so the norm cannot join the convolution. Instead the statistics and
   // normalization are one layer normalization over the rows [N G, (C/G) H W] of the
   // convolution's output (in place, no affine), and the affine map and GELU are ONE binary
-  // primitive with post-ops, in place. Part of the gain is the layer-norm kernel itself: ncsp
-  // batch norm takes 0.53 ms on a 64-channel sample where layer norm takes 0.1 ms on three.
+  // primitive with post-ops, in place. Part of the gain is the layer-norm kernel itself: on three
+  // samples it is faster than ncsp batch norm on one.
   memory row_norm_affine_gelu(int i, RenewableMemory& out) {
     const int channels = weights_.out_channels[i];
     const int groups = ref::norm_groups(channels, plan_.model);
@@ -313,16 +311,13 @@ class OperatorCall {
   }
 
   // profile_guided (NHWC): layer norm needs plain rows, and channels-last GroupNorm has no
-  // primitive: batch norm over an NCHW view [H W, G, C/G, 1] of a sample runs in ncsp_bnorm at
-  // 3 ms per 64-channel sample in bf16. So a host kernel (OpenMP, one read pass) computes every
-  // group's mean and variance (InstanceNorm: a group per channel, statistics summed in double),
-  // and the NHWC batch norm jit (bnorm_jit:avx512_core_bf16, 0.18 ms per 64-channel sample)
-  // applies them per sample as global statistics with scale and shift, in place; then GELU over
-  // the batch, in place. Batch norm computing its own statistics (its jit joins its threads
-  // between passes) stalls on a loaded machine: here (load 9-10 on 2 cores, --threads 2,
-  // OMP_WAIT_POLICY=passive) exact_fast built on it took 3.9 s a rollout, built on the host
-  // kernel's statistics 0.31 s (profile_guided: 0.20 s), so exact_fast takes them from the host
-  // kernel too.
+  // primitive: batch norm over an NCHW view [H W, G, C/G, 1] of a sample runs in the slow
+  // ncsp_bnorm. So a host kernel (OpenMP, one read pass) computes every group's mean and variance
+  // (InstanceNorm: a group per channel, statistics summed in double), and the NHWC batch norm jit
+  // (bnorm_jit:avx512_core_bf16) applies them per sample as global statistics with scale and
+  // shift, in place; then GELU over the batch, in place. Batch norm computing its own statistics
+  // (its jit joins its threads between passes) stalls on a loaded machine, many times slower than
+  // on the host kernel's statistics, so exact_fast takes them from the host kernel too.
   memory sample_norms_then_gelu(int i, RenewableMemory& out) {
     const int channels = weights_.out_channels[i];
     add_group_statistics(out.get(), channels, ref::norm_groups(channels, plan_.model));
@@ -368,7 +363,7 @@ class OperatorCall {
   // The 1x1 head with bias and the policy update. With compile_fusion the update is fused into
   // the head, which writes x <- a_x x + a_o O in place on a destination that holds the state x.
   // gemm:jit runs a sum post-op only first and only with scale 1 ([linear, sum] and sum:100,
-  // the residual policy's a_x / a_o, fall to ref:any at 16-18 ms per call instead of 0.4 ms):
+  // the residual policy's a_x / a_o, fall to ref:any, many times slower):
   // so sum(1) then linear(a_o) when a_x = a_o (convex), and otherwise the head's weights and
   // bias pre-scaled by a_o (setup) with sum(a_x) (residual: sum(1)). The state is copied into
   // the trajectory once per step.

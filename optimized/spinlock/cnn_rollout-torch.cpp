@@ -32,25 +32,24 @@ struct RolloutPlan {
   // fp32 accumulation on AVX512_BF16); the state x, the policy update and the trajectory stay fp32.
   bool bf16 = false;
   // operator_opts: GroupNorm(gcd(8, C)) and tanh-GELU, the approximate model (in 1.13 the tanh form
-  // is the SLOWER one: 0.70 vs 0.20 ms for erf on [1,64,64,64]).
+  // is the SLOWER one, against erf on [1,64,64,64]).
   ref::ModelOptions model;
   // operator_opts, kept by exact_fast: the trajectory and the operator's input kept from setup(),
   // GELU in place, the head + policy written straight into the trajectory row. conv2d and
   // group_norm have no real out= on the CPU in 1.13 (their .out overloads are generated wrappers
   // that allocate the result and copy it), so each block still allocates its conv output and its
-  // norm output (and oneDNN's NCHW reorders allocate through ATen too): 419 -> 416 MB per default
-  // rollout.
+  // norm output (and oneDNN's NCHW reorders allocate through ATen too): it saves little of a
+  // rollout's allocations.
   bool preallocated = false;
   // batching: all M realizations in one operator call instead of a loop.
   bool batched = false;
   // profile_guided (kept by exact_fast): channels_last (NHWC) activations and weights. The profile
   // (perf and CPU time of the default rollout, batch 3, one thread): in NCHW every oneDNN
-  // convolution reorders its input to a blocked layout and its output back, which costs bf16 most
-  // (NCHW 307 ms vs NHWC 85 ms of CPU per rollout; fp32 190 vs 170 ms); in NHWC oneDNN convolves
-  // the tensors as they are. The state x stays NCHW (it is the trajectory row) and is copied once
-  // per step into the NHWC input buffer. Not a variant's to fix: with 2 threads on an
-  // oversubscribed machine libgomp's spin-wait took 93% of the cycles (OMP_WAIT_POLICY=passive
-  // took exact_fast from a 4.1 s to a 0.19 s median; it is read when the process starts).
+  // convolution reorders its input to a blocked layout and its output back, which costs bf16 most;
+  // in NHWC oneDNN convolves the tensors as they are. The state x stays NCHW (it is the trajectory
+  // row) and is copied once per step into the NHWC input buffer. Not a variant's to fix: with 2
+  // threads on an oversubscribed machine libgomp's spin-wait takes most of the cycles
+  // (OMP_WAIT_POLICY=passive avoids it; it is read when the process starts).
   bool channels_last = false;
   // With bf16: the convolutions in bf16, norm + GELU in fp32 between them (see fused_blocks).
   bool norm_in_fp32 = false;
@@ -219,7 +218,7 @@ class CnnRolloutTorch final : public Variant {
 
   /// The conv blocks. Under mixed_precision they convolve in bf16 but normalize in fp32: fp32
   /// statistics, and 1.13's CPU group_norm on bf16 would need bf16 gamma/beta (fp32 ones throw),
-  /// runs 15x slower than fp32 on NCHW (1.77 vs 0.12 ms on [1,64,64,64]), adds 4.7e-3 error, and
+  /// runs many times slower than fp32 on NCHW, adds error, and
   /// is wrong on channels_last (rel. L2 error 0.4; fp32 channels_last is right).
   torch::Tensor fused_blocks(const torch::Tensor& x) {
     torch::Tensor h = operator_input(x);
@@ -233,9 +232,9 @@ class CnnRolloutTorch final : public Variant {
     return h;
   }
 
-  /// GELU in place. On a channels_last tensor 1.13's gelu_ leaves its vectorized path (profile:
-  /// Sleef erf took 28-40% of the rollout; 6x slower per call than NCHW); the same memory seen as
-  /// the contiguous NHWC tensor it is runs at NCHW speed.
+  /// GELU in place. On a channels_last tensor 1.13's gelu_ leaves its vectorized path (in a
+  /// profile, Sleef erf takes a large share of the rollout); the same memory seen as the contiguous
+  /// NHWC tensor it is runs at NCHW speed.
   void gelu_in_place(const torch::Tensor& h) const {
     torch::Tensor elements = plan_.channels_last ? h.permute({0, 2, 3, 1}) : h;
     torch::gelu_(elements, plan_.gelu_form());

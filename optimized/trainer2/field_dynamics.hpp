@@ -1,7 +1,7 @@
 #pragma once
 // The field dynamics of the trainer2 suite in fp32: the constants in the reference's float
 // rounding (reference/trainer2/trainer2.hpp) and the force at one component, shared by the Kokkos
-// engine's field kernels and the host field kernel of vectorized_window (window_simd-bodies.hpp),
+// engine's field kernels and the host field kernel of vectorized_window (window_simd_bodies.hpp),
 // which must compute the same floats in the same order.
 
 #include "phasebench/host_device.hpp"

@@ -5,8 +5,8 @@
 //
 // The means are read by the host: three reductions into host scalars (3 host syncs), or with
 // batched_metrics one reduction into a device View of 3 read with one deep_copy (1 host sync).
-// single_pass_lior (issue 28): s, dlior and the three sums in one kernel over blocks of rows,
-// vectorized across rows on a host: the block's body is optimized/trainer2/lior_step-bodies.hpp
+// single_pass_lior: s, dlior and the three sums in one kernel over blocks of rows,
+// vectorized across rows on a host: the block's body is optimized/trainer2/lior_step_bodies.hpp
 // (docs/trainer2.md, "The limit of lior_step").
 // Nothing is allocated in run(): every View and host mirror is made in setup().
 
@@ -21,7 +21,7 @@
 #include <type_traits>
 
 #include "backends/kokkos/host_vectorization.hpp"
-#include "optimized/trainer2/lior_step-bodies.hpp"
+#include "optimized/trainer2/lior_step_bodies.hpp"
 #include "optimized/trainer2/trainer2_engine-kokkos.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/trainer2/phases.hpp"
@@ -81,7 +81,7 @@ namespace body = pb::optimized::trainer2;
 
 // Also compiled for AVX2 and AVX-512 where the host allows it (host_vectorization.hpp).
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
-__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void single_pass_block_cloned(
+PB_HOST_ISA_CLONES void single_pass_block_cloned(
     const float* v, const float* g, const float* R, float* s, float* dlior, int64_t rows, int64_t block, float* sums) {
   body::single_pass_block(v, g, R, s, dlior, rows, block, sums);
 }

@@ -8,15 +8,15 @@
 // Both forms sum in the reference's order on one thread (the softmax sum and each act_bj over k
 // ascending), so on Serial Kokkos they match the fp32 reference bit for bit.
 //
-// vectorized_retrieval (issue 28, host cores only): one batch row per work item, the row's body
-// optimized/trainer2/retrieval_simd-bodies.hpp compiled for AVX-512, AVX2 and the baseline
+// vectorized_retrieval (host cores only): one batch row per work item, the row's body
+// optimized/trainer2/retrieval_simd_bodies.hpp compiled for AVX-512, AVX2 and the baseline
 // (host_vectorization.hpp); act in the same order, the exponentials within 1 ulp of expf.
 
 #include <memory>
 #include <optional>
 
 #include "backends/kokkos/host_vectorization.hpp"
-#include "optimized/trainer2/retrieval_simd-bodies.hpp"
+#include "optimized/trainer2/retrieval_simd_bodies.hpp"
 #include "optimized/trainer2/trainer2_engine-kokkos.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/trainer2/phases.hpp"
@@ -31,7 +31,7 @@ namespace rs = pb::trainer2_kernels::retrieval_simd;
 #ifdef PB_KOKKOS_KERNELS_ON_HOST
 
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
-__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void retrieval_row_cloned(
+PB_HOST_ISA_CLONES void retrieval_row_cloned(
     const float* coords, const float* states, int64_t K, int64_t d, const float* query, const float* metric,
     float curvature, float* weights, float* act) {
   rs::retrieval_row(coords, states, K, d, query, metric, curvature, weights, act);

@@ -1,7 +1,7 @@
 // trainer2/rotor_update on Kokkos (default execution space): the rotor part of the manual update
 // alone, from the input θ every run. Math: reference/trainer2/trainer2.hpp rotor_update; kernels
 // (the original per-pair loop with its host reads, or one kernel with vectorized_rotor):
-// trainer2_engine-kokkos.hpp (RotorUpdate). calling_thread_rotor (issue 28): the copy of θ and the
+// trainer2_engine-kokkos.hpp (RotorUpdate). calling_thread_rotor: the copy of θ and the
 // 8 slot updates in one kernel on Kokkos::Serial, the calling thread: the vectorized kernel's two
 // parallel regions (the copy and the update) each fork and join every thread around work that
 // one thread does in a fraction of that (docs/trainer2.md, "The limit of rotor_update").

@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "backends/cuda/host_device.hpp"
+#include "optimized/common/integer_math.hpp"
 #include "optimized/trainer2/lior_step-cuda.cuh"
 #include "reference/trainer2/trainer2.hpp"
 
@@ -27,6 +28,7 @@ namespace pb::cuda_backend::trainer2 {
 
 namespace ref = pb::reference::trainer2;
 namespace lior = pb::cuda_backend::lior_step;  // the LIoR speed, shared with trainer2/lior_step
+using pb::optimized::ceil_div;
 
 // ---- constants, as the reference rounds them to float -------------------------------------------
 
@@ -147,7 +149,7 @@ struct CurvatureFinish {
 /// finishing block then reads one partial per thread or fewer).
 inline int64_t curvature_blocks(int64_t complex_count) {
   const int64_t per_block = 8 * kBlockThreads;
-  const int64_t blocks = (complex_count + per_block - 1) / per_block;
+  const int64_t blocks = ceil_div(complex_count, per_block);
   return blocks < 1 ? 1 : (blocks > 128 ? 128 : blocks);
 }
 
@@ -349,7 +351,7 @@ struct FusedRetrieval {
   float* weights;  // [B, K]
   float* act;      // [B, d]
 
-  int64_t tiles() const { return (state_dim + kMixColumns - 1) / kMixColumns; }
+  int64_t tiles() const { return ceil_div(state_dim, kMixColumns); }
   int64_t blocks() const { return batch * tiles(); }
   int64_t shared_floats() const { return candidates + 2 * kThreads; }
   PB_HOST_DEVICE int stages() const { return kCombine + 1; }
@@ -360,7 +362,7 @@ struct FusedRetrieval {
   }
 
   PB_HOST_DEVICE void stage(int s, int64_t block, int thread, float* shared) const {
-    const int64_t tile_count = (state_dim + kMixColumns - 1) / kMixColumns;
+    const int64_t tile_count = ceil_div(state_dim, kMixColumns);
     const int64_t b = block / tile_count, tile = block % tile_count;
     float* w = shared;
     float* scratch = shared + candidates;  // max, then the mixing partials [kGroups][kMixColumns]

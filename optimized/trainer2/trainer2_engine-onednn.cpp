@@ -184,13 +184,11 @@ memory g_column(const memory& g, size_t rank, int64_t n) {
 /// out [..,1] = sqrt(max(0, Σ_i g_i squares_i) + eps), times each of `factors`: one matmul with g
 /// as a column, whose post-ops finish the chain. The factors are binary post-ops: oneDNN 2.6's
 /// brgemm matmul computes a second eltwise_linear post-op of one chain with the first one's alpha
-/// and beta (measured: relu, linear, sqrt, linear gives wrong results).
+/// and beta (relu, linear, sqrt, linear gives wrong results).
 /// Why a matmul (fused_quadratic_form): the obvious fusion (binary v*v with a mul-by-g binary
 /// post-op, then the sum reduction with three eltwise post-ops) is slower in oneDNN 2.6 than the
-/// unfused chain on [M,8] rows. Measured at lior_step's default size (M=34816), 2 threads, per
-/// execution: square 15 us, binary mul by g 183, reduction sum 108, relu/linear/sqrt ~2-4 each
-/// (chain ~315); binary with post-op 183 + reduction with post-ops 186 (~370); square 15 +
-/// matmul with post-ops 83 (~100).
+/// unfused chain on [M,8] rows, and a square followed by a matmul with post-ops is the fastest
+/// of the three (docs/trainer2.md has the times).
 Execution root_of_weighted_sum(const memory& squares, const memory& g, const memory& out,
                                const std::vector<memory>& factors) {
   const Dims dims = dims_of(squares.get_desc());
@@ -261,8 +259,8 @@ namespace {
 
 /// act[b] = Σ_k weights[b,k] states[b,k] for weights [B,K] (or, shared, one [1,K] row for every
 /// b), states [B,K,d], act [B,1,d]: one inner product (a gemv) per b. A batched matmul
-/// [B,1,K] x [B,K,d] computes the same, but oneDNN 2.6's brgemm runs it at ~4 GB/s (8 ms for
-/// the default 35 MB of states, one thread); the gemv reads them at ~25 GB/s (1.4 ms).
+/// [B,1,K] x [B,K,d] computes the same, but oneDNN 2.6's brgemm reads the states several times
+/// slower than the gemv does.
 Program weighted_sum_over_candidates(const Viewable& weights, bool shared_weights,
                                      const Viewable& states, const Viewable& act) {
   const Dims dims = dims_of(states.get().get_desc());
@@ -460,7 +458,7 @@ void WindowProgram::build_curvature() {
 
 // Steps 2 and 3. The batch: q_state = mean_T O (a matmul with a row of ones, then × 1/T), q = its
 // first n columns (copied to a dense array: oneDNN 2.6 runs binaries with a strided operand in
-// its reference implementation, ~20x slower on the per-step [B,n] ops that read v = q), and the
+// its reference implementation, much slower on the per-step [B,n] ops that read v = q), and the
 // candidates concat_K(O, bank) as reorders (the bank repeated over the batch through a stride-0
 // view). The query: v = q; query = rotor_apply(q + nu, θ) as a matmul with the rotor's matrix.
 void WindowProgram::build_batch_and_query() {

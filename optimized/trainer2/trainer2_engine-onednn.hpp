@@ -19,16 +19,16 @@
 //  - host reads (ob::read_floats_to_host: one host sync each): the progress metrics, and the
 //    per-pair reads of i, j, u_i, u_j of the rotor update without vectorized_rotor.
 //
-// oneDNN 2.6 facts that shape the code (measured here at the default size, one thread):
+// oneDNN 2.6 facts that shape the code (at the default size, one thread; docs/trainer2.md):
 //  - a reduction over a middle axis (mean over T of O [B,T,d], sum over K of [B,K,d]) runs in
-//    oneDNN's reference implementation: 13 ms and 223 ms per call. The same sums as products
-//    with a row of ones (a matmul over T; one gemv per batch row over K) take 0.03 ms and
-//    1.4 ms, so every sum over a middle axis is written so.
+//    oneDNN's reference implementation. The same sums as products with a row of ones (a matmul
+//    over T; one gemv per batch row over K) are orders of magnitude faster, so every sum over a
+//    middle axis is written so.
 //  - the depthwise convolution has a jit implementation (jit_dw, NHWC or blocked) with a sum
 //    post-op followed by a binary one, but none with an eltwise post-op or with the binary
-//    first (the reference one: 140 ms instead of 0.13 ms): see Field for what that costs.
-//  - a binary with a strided operand runs in the reference implementation (~7 us instead of
-//    ~1 us on [16,8]): the per-step arrays are dense.
+//    first (the reference one, orders of magnitude slower): see Field for what that costs.
+//  - a binary with a strided operand runs in the reference implementation (several times slower
+//    on [16,8]): the per-step arrays are dense.
 //  - brgemm matmul applies a second eltwise_linear post-op of one chain with the first one's
 //    alpha and beta (wrong results): see root_of_weighted_sum in the .cpp.
 //

@@ -20,8 +20,9 @@
 #include <vector>
 
 #include "backends/kokkos/host_vectorization.hpp"
+#include "optimized/common/integer_math.hpp"
 #include "optimized/trainer2/trainer2_engine-kokkos.hpp"
-#include "optimized/trainer2/window_simd-bodies.hpp"
+#include "optimized/trainer2/window_simd_bodies.hpp"
 #include "phasebench/variant.hpp"
 #include "suites/trainer2/phases.hpp"
 #include "suites/trainer2/window_io.hpp"
@@ -29,6 +30,7 @@
 namespace pb::kokkos_backend::trainer2 {
 
 namespace ws = pb::trainer2_kernels::window_simd;
+using pb::optimized::ceil_div;
 
 inline const std::string kModulusLabel = "trainer2/field/modulus";
 inline const std::string kModulusSumLabel = "trainer2/field/modulus_sum";
@@ -234,8 +236,8 @@ inline void broadcast_mean(const ConstCell& total, float count, const Vec& R) {
 // Every component sees the reference's operations in the reference's order.
 
 /// Channels per team of field_window: 32 on a host space (a team's buffers, ~400 KB at the
-/// default size, stay in a core's L2; measured 19 ms of CPU per default window against 22 ms
-/// with 16 and 18.7 ms with 64, whose 800 KB crowd a 1 MB L2), 2 (one complex value) on a GPU,
+/// default size, stay in a core's L2; 16 is slower, and 64's 800 KB crowd a 1 MB L2), 2 (one
+/// complex value) on a GPU,
 /// so that a team's buffers fit its shared memory.
 constexpr int64_t kFieldBlock = kHostExecution ? 32 : 2;
 constexpr int kFieldScratchLevel = kHostExecution ? 1 : 0;  // Serial caps level 0 at 32 KB
@@ -245,7 +247,7 @@ using ScratchFloats =
 /// One team per channel block, each with F (two buffers), P and F_eq [sites, kFieldBlock] and a
 /// zero row (the padding) in team scratch.
 inline TeamPolicy field_window_policy(const FieldShape& shape) {
-  const int64_t blocks = (shape.channels + kFieldBlock - 1) / kFieldBlock;
+  const int64_t blocks = ceil_div(shape.channels, kFieldBlock);
   const int64_t floats = 4 * shape.sites() * kFieldBlock + kFieldBlock;
   return TeamPolicy(blocks, Kokkos::AUTO)
       .set_scratch_size(kFieldScratchLevel, Kokkos::PerTeam(ScratchFloats::shmem_size(floats)));
@@ -353,7 +355,7 @@ inline void field_window(const FieldShape& shape, int64_t steps, const ConstVec&
       });
 }
 
-// vectorized_window's two kernels (window_simd-bodies.hpp), defined in window_simd-kokkos.cpp with
+// vectorized_window's two kernels (window_simd_bodies.hpp), defined in window_simd-kokkos.cpp with
 // their ISA clones. On a device Kokkos they throw: the variant says UNSUPPORTED before either runs.
 
 /// The window's field: F, P and partial as field_window leaves them, one channel block per work
@@ -625,7 +627,7 @@ struct WindowPlan {
   // no per-step metric is read there. So the ladder registers temporal_blocking alone, and the
   // deferred_metrics that the plan holds with it adds nothing of its own here.
   bool temporal_blocking;
-  // The blocked field and the last step's retrieval as host SIMD code (window_simd-bodies.hpp);
+  // The blocked field and the last step's retrieval as host SIMD code (window_simd_bodies.hpp);
   // host spaces only.
   bool vectorized_window;
 

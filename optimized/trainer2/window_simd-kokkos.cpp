@@ -1,6 +1,6 @@
-// trainer2's vectorized_window (issue 28) on Kokkos host spaces: the field of a window, one channel
+// trainer2's vectorized_window on Kokkos host spaces: the field of a window, one channel
 // block per work item, and the last step's retrieval (its weights by batch row, its mixing by
-// group of batch rows), by the host code of window_simd-bodies.hpp compiled for AVX-512, AVX2 and
+// group of batch rows), by the host code of window_simd_bodies.hpp compiled for AVX-512, AVX2 and
 // the baseline (host_vectorization.hpp). Used by WindowRunner (trainer2_engine_window-kokkos.hpp)
 // for trainer2/window and trainer2/train_step.
 
@@ -9,13 +9,13 @@
 
 #include "backends/kokkos/host_vectorization.hpp"
 #include "optimized/trainer2/trainer2_engine_window-kokkos.hpp"
-#include "optimized/trainer2/window_simd-bodies.hpp"
+#include "optimized/trainer2/window_simd_bodies.hpp"
 
 namespace pb::kokkos_backend::trainer2 {
 namespace {
 
-// The field's blocks handed out one at a time: a block is ~0.35 ms of one thread at the default
-// size, and with a static split a thread that the OS preempts holds the whole kernel back.
+// The field's blocks handed out one at a time: a block is a short piece of one thread's work, and
+// with a static split a thread that the OS preempts holds the whole kernel back.
 using DynamicRange = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<int64_t>, Kokkos::Schedule<Kokkos::Dynamic>>;
 
 #ifdef PB_KOKKOS_KERNELS_ON_HOST
@@ -24,22 +24,22 @@ using DynamicRange = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<int64_t>, 
 static_assert(kFieldBlock == ws::kBlock, "vectorized_window's field blocks must be field_window's");
 
 #ifdef PB_KOKKOS_HOST_ISA_CLONES
-__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void run_block_cloned(const ws::Grid& grid, int64_t steps,
-                                                                                  const float* F_start,
-                                                                                  const float* F_eq, float* F_out,
-                                                                                  float* P_out, float* partial,
-                                                                                  int64_t block, float* scratch) {
+PB_HOST_ISA_CLONES void run_block_cloned(const ws::Grid& grid, int64_t steps,
+                                         const float* F_start,
+                                         const float* F_eq, float* F_out,
+                                         float* P_out, float* partial,
+                                         int64_t block, float* scratch) {
   ws::run_block(grid, steps, F_start, F_eq, F_out, P_out, partial, block, scratch);
 }
-__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void retrieval_weights_cloned(
+PB_HOST_ISA_CLONES void retrieval_weights_cloned(
     const ws::Candidates& candidates, int64_t b, const float* query, const float* metric, float curvature,
     float* weights) {
   ws::retrieval_weights(candidates, b, query, metric, curvature, weights);
 }
-__attribute__((target_clones(PB_KOKKOS_ISA_CLONE_TARGETS))) void retrieval_mix_cloned(const ws::Candidates& candidates,
-                                                                                      int64_t batch,
-                                                                                      const float* weights,
-                                                                                      int64_t group, float* act) {
+PB_HOST_ISA_CLONES void retrieval_mix_cloned(const ws::Candidates& candidates,
+                                             int64_t batch,
+                                             const float* weights,
+                                             int64_t group, float* act) {
   ws::retrieval_mix(candidates, batch, weights, group, act);
 }
 #define PB_T2_RUN_FIELD_BLOCK run_block_cloned

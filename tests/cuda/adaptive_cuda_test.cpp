@@ -1,4 +1,4 @@
-// The CUDA ladder of adaptive/dynamics_step (optimized/adaptive/dynamics_step-bodies.hpp) run on
+// The CUDA ladder of adaptive/dynamics_step (optimized/adaptive/dynamics_step_bodies.hpp) run on
 // the host by HostExecutor: every phase the cuda variant registers, on the plan the harness derives
 // for the cuda device, against the fp64 oracle with the workload's own tolerances; the kernels each
 // fusion removes from its region; and a ladder with one broken kernel body (the phase scale
@@ -12,7 +12,7 @@
 #include <string>
 #include <type_traits>
 
-#include "optimized/adaptive/dynamics_step-bodies.hpp"
+#include "optimized/adaptive/dynamics_step_bodies.hpp"
 #include "phasebench/check.hpp"
 #include "tests/broken_variant.hpp"
 #include "tests/cuda/cuda_plan.hpp"

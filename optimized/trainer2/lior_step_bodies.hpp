@@ -1,5 +1,5 @@
 #pragma once
-// trainer2/lior_step's single pass (phase 9, single_pass_lior; issue 28): s, dlior and the three
+// trainer2/lior_step's single pass (phase 9, single_pass_lior): s, dlior and the three
 // batch sums of one block of rows, on raw host pointers. The Kokkos variant runs one block per work
 // item (optimized/trainer2/lior_step-kokkos.cpp); tests/trainer2_lior_single_pass_test.cpp runs
 // every block of sizes that verify's do not reach (partial blocks, rows past the last group of 16).
@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "optimized/common/integer_math.hpp"
 #include "reference/trainer2/lior_step.hpp"
 
 namespace pb::optimized::trainer2 {
@@ -20,7 +21,7 @@ constexpr int64_t kSinglePassLanes = 16;  // rows taken at once: 16 floats, one 
 constexpr int64_t kSinglePassBlockRows = 2040;
 
 /// How many blocks cover `rows` rows (the last one partial).
-inline int64_t single_pass_blocks(int64_t rows) { return (rows + kSinglePassBlockRows - 1) / kSinglePassBlockRows; }
+inline int64_t single_pass_blocks(int64_t rows) { return ceil_div(rows, kSinglePassBlockRows); }
 
 /// Rows [begin, end): s and dlior written, the sums of dlior, R and s added to sums[0..2]. Rows go
 /// kSinglePassLanes at a time, each lane with its own accumulators and its row's quadratic form in

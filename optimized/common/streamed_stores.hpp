@@ -1,7 +1,7 @@
 #pragma once
 // Non-temporal stores of complex fields, 16 floats (8 complex values) at a time, for the geometry
 // phases that write an output field once and read it no more in the iteration: hamiltonian's and
-// bayesian's streamed_stores (hamiltonian-bodies.hpp, bayesian-bodies.hpp); lior_optimizer_step's
+// bayesian's streamed_stores (hamiltonian_bodies.hpp, bayesian_bodies.hpp); lior_optimizer_step's
 // streaming_update uses its guard and store_destination for stores of 4 floats of its own.
 //
 // Why (docs/geometry.md, "The limit of hamiltonian" and "The limit of bayesian"): an ordinary store

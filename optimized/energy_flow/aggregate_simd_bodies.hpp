@@ -1,5 +1,5 @@
 #pragma once
-// energy_flow/aggregate's vectorized_flows phase (issue 28): the aggregation as four passes over
+// energy_flow/aggregate's vectorized_flows phase: the aggregation as four passes over
 // raw pointers, the per-flow work 16 flows at a time (one flow per SIMD lane). The Kokkos variant
 // runs each pass as one kernel of one work item per thread and inlines these bodies into its ISA
 // clones (aggregate-kokkos.cpp); tests/energy_flow_simd_test.cpp runs them on the host. Math:
@@ -21,8 +21,9 @@
 #include <cstdint>
 #include <cstring>
 
-#include "optimized/energy_flow/aggregate-bodies.hpp"       // FlowPointers, CellBlocks, the epsilon
-#include "optimized/geometry/christoffel_simd-bodies.hpp"  // Lanes, LaneInts, exp_nonpositive_lanes
+#include "optimized/common/integer_math.hpp"
+#include "optimized/common/simd_lanes.hpp"           // Lanes, LaneInts, exp_nonpositive_lanes
+#include "optimized/energy_flow/aggregate_bodies.hpp"  // FlowPointers, CellBlocks, the epsilon
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
@@ -31,7 +32,7 @@
 
 namespace pb::optimized::energy_flow::simd {
 
-namespace lanes = pb::geometry_kernels::christoffel_simd;
+namespace lanes = pb::optimized::simd;
 using lanes::Lanes;
 using lanes::LaneInts;
 constexpr int kLanes = lanes::kLanes;  // flows per block
@@ -44,7 +45,7 @@ struct Layout {
   int64_t cells = 0;          // B H W; cell `cells` is the spare one of the flows not completed
   int64_t copies = 0;         // thread copies of the cells (one per slice)
   int64_t copy_stride = 0;    // floats between two copies of `largest` (cells + 1, padded to a line)
-  int64_t blocks() const { return (flows + kLanes - 1) / kLanes; }
+  int64_t blocks() const { return ceil_div(flows, kLanes); }
 };
 
 inline Layout make_layout(int width, int height, int batch, int64_t flows, int64_t copies) {
@@ -68,14 +69,14 @@ inline BlockRange slice_blocks(const Layout& layout, int64_t slice, int64_t slic
   return {layout.blocks() * slice / slices, layout.blocks() * (slice + 1) / slices};
 }
 
-PB_CHRISTOFFEL_ALWAYS_INLINE Lanes min_lanes(Lanes a, Lanes b) { return b < a ? b : a; }  // ref::smaller
+PB_SIMD_ALWAYS_INLINE Lanes min_lanes(const Lanes& a, const Lanes& b) { return b < a ? b : a; }  // ref::smaller
 
 /// ref::lattice_index of 16 coordinates, the same indices: v = (x + 1) 0.5 (extent - 1) in fp32,
 /// rounded half to even and clamped to [0, extent - 1]. v is clamped first, which changes no index
 /// (a v below 0 rounds to at most 0, one above extent - 1 to at least extent - 1, and extent - 1 is
 /// an integer) and leaves v >= 0, where truncation is the floor: the rounding is then the floor
 /// plus 1 when the fraction (exact) is above 1/2, or is 1/2 and the floor odd.
-PB_CHRISTOFFEL_ALWAYS_INLINE LaneInts lattice_index_lanes(Lanes normalised, int extent) {
+PB_SIMD_ALWAYS_INLINE LaneInts lattice_index_lanes(const Lanes& normalised, int extent) {
   const float last = static_cast<float>(extent - 1);
   Lanes v = (normalised + 1.0f) * 0.5f * last;
   v = v < 0.0f ? 0.0f : (v > last ? last : v);
@@ -85,7 +86,7 @@ PB_CHRISTOFFEL_ALWAYS_INLINE LaneInts lattice_index_lanes(Lanes normalised, int 
 }
 
 /// ref::flow_weight of 16 flows: |E| (1 / (1 + dist)) (1 + 0.1 steps).
-PB_CHRISTOFFEL_ALWAYS_INLINE Lanes flow_weight_lanes(Lanes energy, Lanes z, Lanes steps) {
+PB_SIMD_ALWAYS_INLINE Lanes flow_weight_lanes(const Lanes& energy, const Lanes& z, const Lanes& steps) {
   const Lanes dist = min_lanes(lanes::abs_lanes(z + 1.0f), lanes::abs_lanes(z - 1.0f));
   return lanes::abs_lanes(energy) * (1.0f / (1.0f + dist)) *
          (1.0f + static_cast<float>(ref::kStepsWeight) * steps);
@@ -101,8 +102,8 @@ struct FlowLanes {
 /// Flows [first, first + 16) of `p`, all of them there. The integer and flag lanes are filled by
 /// loops that GCC turns into vector conversions (vpmovqd, vcvtqq2ps, vpmovzxbd): in the ISA clones
 /// its __builtin_convertvector of a 128-byte int64 vector came out lane by lane, as did
-/// comparisons used as integer values rather than as selects (measured: 3x slower keys).
-PB_CHRISTOFFEL_ALWAYS_INLINE FlowLanes sixteen_flows(const FlowPointers& p, const Layout& layout, int64_t first) {
+/// comparisons used as integer values rather than as selects (several times slower keys).
+PB_SIMD_ALWAYS_INLINE FlowLanes sixteen_flows(const FlowPointers& p, const Layout& layout, int64_t first) {
   LaneInts active{}, projected{}, batch{};  // every lane is written below
   Lanes steps{};
   for (int l = 0; l < kLanes; ++l) {
@@ -141,7 +142,7 @@ struct TailFlows {
 };
 
 /// Block b's flows (b < blocks()).
-PB_CHRISTOFFEL_ALWAYS_INLINE FlowLanes flow_lanes(const FlowPointers& p, const Layout& layout, int64_t block) {
+PB_SIMD_ALWAYS_INLINE FlowLanes flow_lanes(const FlowPointers& p, const Layout& layout, int64_t block) {
   const int64_t first = block * kLanes;
   if (first + kLanes <= layout.flows) return sixteen_flows(p, layout, first);
   const TailFlows tail(p, first, layout.flows - first);
@@ -152,7 +153,7 @@ PB_CHRISTOFFEL_ALWAYS_INLINE FlowLanes flow_lanes(const FlowPointers& p, const L
 /// per key in this slice's copy `largest`, whose cells it resets first. The spare cell (index
 /// `cells`) is written and never read: pass 3 takes a spare flow's own omega as its max, and no
 /// pass reads the spare cell's max or sums, so neither is reset.
-PB_CHRISTOFFEL_ALWAYS_INLINE void keys_and_maxima_of_slice(const FlowPointers& p, const Layout& layout,
+PB_SIMD_ALWAYS_INLINE void keys_and_maxima_of_slice(const FlowPointers& p, const Layout& layout,
                                                           BlockRange range, int32_t* keys, float* omegas,
                                                           float* largest) {
   for (int64_t c = 0; c < layout.cells; ++c) largest[c] = -INFINITY;
@@ -169,7 +170,7 @@ PB_CHRISTOFFEL_ALWAYS_INLINE void keys_and_maxima_of_slice(const FlowPointers& p
 
 /// Pass 2, one block of cells [first, last): the max over every copy into copy 0, and each copy's
 /// sums (2 floats per cell, `sums` holding copies of 2 copy_stride floats) zeroed for pass 3.
-PB_CHRISTOFFEL_ALWAYS_INLINE void merge_maxima_of_cells(const Layout& layout, int64_t first, int64_t last,
+PB_SIMD_ALWAYS_INLINE void merge_maxima_of_cells(const Layout& layout, int64_t first, int64_t last,
                                                        float* largest, float* sums) {
   for (int64_t copy = 1; copy < layout.copies; ++copy) {
     const float* other = largest + copy * layout.copy_stride;
@@ -183,7 +184,7 @@ PB_CHRISTOFFEL_ALWAYS_INLINE void merge_maxima_of_cells(const Layout& layout, in
 /// per key into this slice's copy `sums` (pairs [sum, weighted sum] per cell), in flow order, with
 /// `largest` the merged maxima. A flow in the spare cell (never merged, never read) takes its own
 /// omega as the max: e = 1, finite whatever the spare cell holds.
-PB_CHRISTOFFEL_ALWAYS_INLINE void sums_of_slice(const FlowPointers& p, const Layout& layout, BlockRange range,
+PB_SIMD_ALWAYS_INLINE void sums_of_slice(const FlowPointers& p, const Layout& layout, BlockRange range,
                                                const int32_t* keys, const float* omegas, const float* largest,
                                                float* sums) {
   for (int64_t block = range.first; block < range.last; ++block) {
@@ -211,7 +212,7 @@ PB_CHRISTOFFEL_ALWAYS_INLINE void sums_of_slice(const FlowPointers& p, const Lay
 /// Pass 4, one block of cells [first, last): out[c] = weighted / (sum + 1e-12), the copies added
 /// in copy order; 0 where no completed flow landed (both sums 0: a cell with a flow has sum >= 1,
 /// its largest omega's e^0).
-PB_CHRISTOFFEL_ALWAYS_INLINE void outputs_of_cells(const Layout& layout, int64_t first, int64_t last,
+PB_SIMD_ALWAYS_INLINE void outputs_of_cells(const Layout& layout, int64_t first, int64_t last,
                                                   const float* sums, float* out) {
   for (int64_t c = first; c < last; ++c) {
     float total = 0.0f, weighted = 0.0f;
@@ -228,22 +229,22 @@ PB_CHRISTOFFEL_ALWAYS_INLINE void outputs_of_cells(const Layout& layout, int64_t
 // cells (copy s of `largest_copies`, copy_stride floats each; of `sum_copies`, 2 copy_stride each);
 // owner o (pass 2 and 4) its own block of cells, `blocks` the cells split over the copies.
 
-PB_CHRISTOFFEL_ALWAYS_INLINE void keys_and_maxima_of(const FlowPointers& p, const Layout& layout, int64_t slice,
+PB_SIMD_ALWAYS_INLINE void keys_and_maxima_of(const FlowPointers& p, const Layout& layout, int64_t slice,
                                                     int32_t* keys, float* omegas, float* largest_copies) {
   keys_and_maxima_of_slice(p, layout, slice_blocks(layout, slice, layout.copies), keys, omegas,
                            largest_copies + slice * layout.copy_stride);
 }
-PB_CHRISTOFFEL_ALWAYS_INLINE void merge_maxima_of(const Layout& layout, const CellBlocks& blocks, int64_t owner,
+PB_SIMD_ALWAYS_INLINE void merge_maxima_of(const Layout& layout, const CellBlocks& blocks, int64_t owner,
                                                  float* largest_copies, float* sum_copies) {
   merge_maxima_of_cells(layout, blocks.first(owner), blocks.first(owner + 1), largest_copies, sum_copies);
 }
-PB_CHRISTOFFEL_ALWAYS_INLINE void sums_of(const FlowPointers& p, const Layout& layout, int64_t slice,
+PB_SIMD_ALWAYS_INLINE void sums_of(const FlowPointers& p, const Layout& layout, int64_t slice,
                                          const int32_t* keys, const float* omegas, const float* largest_copies,
                                          float* sum_copies) {
   sums_of_slice(p, layout, slice_blocks(layout, slice, layout.copies), keys, omegas, largest_copies,
                 sum_copies + slice * 2 * layout.copy_stride);
 }
-PB_CHRISTOFFEL_ALWAYS_INLINE void outputs_of(const Layout& layout, const CellBlocks& blocks, int64_t owner,
+PB_SIMD_ALWAYS_INLINE void outputs_of(const Layout& layout, const CellBlocks& blocks, int64_t owner,
                                             const float* sum_copies, float* out) {
   outputs_of_cells(layout, blocks.first(owner), blocks.first(owner + 1), sum_copies, out);
 }

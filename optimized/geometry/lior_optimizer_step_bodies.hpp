@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "optimized/geometry/streamed_stores.hpp"  // PB_GEOMETRY_STREAMING_STORES, store_destination
+#include "optimized/common/streamed_stores.hpp"  // PB_GEOMETRY_STREAMING_STORES, store_destination
 
 namespace pb::optimized::geometry::lior_optimizer_step {
 

@@ -25,7 +25,8 @@
 #include <vector>
 
 #include "backends/cuda/host_device.hpp"
-#include "optimized/geometry/metric-executor.hpp"
+#include "optimized/common/integer_math.hpp"
+#include "optimized/geometry/metric_executor.hpp"
 #include "phasebench/arrays.hpp"
 #include "phasebench/phases.hpp"
 #include "suites/geometry/mamba_scan.hpp"
@@ -34,6 +35,7 @@ namespace pb::geometry_kernels {
 
 namespace ms = pb::suites::geometry::mamba_scan;
 namespace msr = ms::ref;
+using pb::optimized::ceil_div;
 constexpr int64_t kScanState = msr::kState, kScanWide = msr::kWide;
 
 /// y = x W + b for `rows` rows: index = a block of msr::kRowBlock rows.
@@ -230,7 +232,7 @@ class MambaScanLadder {
   void linear(const char* name, int64_t rows, int64_t in, int64_t out, const float* x, int64_t x_ld,
               const std::string& weight, const std::string& bias, float* y, int64_t y_ld) {
     const float* b = bias.empty() ? nullptr : p(bias);
-    exec_.for_each(name, (rows + msr::kRowBlock - 1) / msr::kRowBlock, LinearBlocks{rows, in, out, x, p(weight), b, x_ld, y, y_ld});
+    exec_.for_each(name, ceil_div(rows, msr::kRowBlock), LinearBlocks{rows, in, out, x, p(weight), b, x_ld, y, y_ld});
   }
 
   /// u = in_proj(x rows); w = LN16([u Br, u Bi]); gate = sigmoid(gate(u)), for `rows` rows.

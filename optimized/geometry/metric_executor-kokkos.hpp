@@ -1,7 +1,7 @@
 #pragma once
 // KokkosExecutor: the executor interface of backends/cuda/device_executor.cuh on Kokkos's default
 // execution space, so that the executor ladders of geometry/complex_metric and
-// geometry/mamba_conjugate (complex_metric-ladder.hpp, mamba_conjugate-ladder.hpp) run as Kokkos
+// geometry/mamba_conjugate (complex_metric_ladder.hpp, mamba_conjugate_ladder.hpp) run as Kokkos
 // kernels: for_each is a parallel_for over a 64-bit range (one dispatched op, counted by the
 // backend's Kokkos Tools callbacks), allocate a View without initialization (bytes allocated,
 // counted the same way), copy and zero are deep_copies on the execution space. Nothing here reads

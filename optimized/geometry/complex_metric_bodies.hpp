@@ -1,5 +1,5 @@
 #pragma once
-// geometry/complex_metric's entry_vectors phase (issue 28): the host body, on raw pointers. The
+// geometry/complex_metric's entry_vectors phase: the host body, on raw pointers. The
 // Kokkos variant runs one block of items per work item (optimized/geometry/complex_metric-kokkos.cpp)
 // and inlines it into its ISA clones; tests/geometry_complex_metric_entries_test.cpp runs it at item
 // counts verify's sizes do not have. Math: reference/geometry/complex_metric.hpp.
@@ -14,9 +14,12 @@
 
 #include <cstdint>
 
-#include "optimized/geometry/complex_metric-ladder.hpp"  // pair_of, kS, kD, kPairCount, kPlane
+#include "optimized/common/integer_math.hpp"
+#include "optimized/geometry/complex_metric_ladder.hpp"  // pair_of, kS, kD, kPairCount, kPlane
 
 namespace pb::geometry_kernels::entry_vectors {
+
+using pb::optimized::ceil_div;
 
 constexpr int64_t kWeightCount = kPairCount * kPlane;  // 640 floats, 2.5 kB: stays in L1
 constexpr int kRowEntries = 16;                        // entries of Q per register: two rows of 8
@@ -27,7 +30,7 @@ constexpr int kRegisters = kPlane / kRowEntries;       // 4
 constexpr int64_t kBlockItems = 256;
 
 /// How many blocks cover `items` items (the last one partial).
-inline int64_t blocks(int64_t items) { return (items + kBlockItems - 1) / kBlockItems; }
+inline int64_t blocks(int64_t items) { return ceil_div(items, kBlockItems); }
 
 /// Entry (i, j) of 1/2 gamma_m gamma_n: a 4-term product, halved (exact).
 inline float half_product(const float* gamma, int m, int n, int i, int j) {

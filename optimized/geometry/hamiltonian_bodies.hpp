@@ -14,7 +14,7 @@
 
 #include <cstdint>
 
-#include "optimized/geometry/streamed_stores.hpp"
+#include "optimized/common/streamed_stores.hpp"
 #include "phasebench/host_device.hpp"
 #include "reference/geometry/hamiltonian.hpp"
 

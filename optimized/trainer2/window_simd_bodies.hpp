@@ -1,5 +1,5 @@
 #pragma once
-// trainer2's vectorized_window phase (issue 28): the two kernels that carry a blocked window's
+// trainer2's vectorized_window phase: the two kernels that carry a blocked window's
 // time (temporal_blocking, trainer2_engine_window-kokkos.hpp) as host SIMD code on raw pointers:
 // the field of all W steps (field_window there, run_block here) and the last step's retrieval
 // (retrieval_fused there, retrieval_weights and retrieval_mix here). The Kokkos variant runs one
@@ -7,7 +7,7 @@
 // (window_simd-kokkos.cpp); tests/trainer2_window_simd_test.cpp runs them against the reference.
 // Math: reference/trainer2/trainer2.hpp (field_force, field_step, retrieval).
 //
-// What temporal_blocking's field kernel spends its time on, measured (perf, default size): the
+// What temporal_blocking's field kernel spends its time on (a perf profile, docs/trainer2.md): the
 // site loop is generic in the block's width (peeling, remainder, alignment tests), each site
 // finds its neighbours by a 64-bit division, Σ |F_t| is a second pass over the block every step,
 // and the build's baseline is SSE2. Here a block is always 32 channels (a ragged last block is
@@ -24,8 +24,9 @@
 #include <cmath>
 #include <cstdint>
 
+#include "optimized/common/integer_math.hpp"
 #include "optimized/trainer2/field_dynamics.hpp"
-#include "optimized/trainer2/retrieval_simd-bodies.hpp"  // softmax_of_logits
+#include "optimized/trainer2/retrieval_simd_bodies.hpp"  // softmax_of_logits
 #include "reference/trainer2/trainer2.hpp"
 
 #if defined(__GNUC__)
@@ -35,6 +36,8 @@
 #endif
 
 namespace pb::trainer2_kernels::window_simd {
+
+using pb::optimized::ceil_div;
 
 /// Channels per block: 32 floats, two AVX-512 registers per site; a block's four buffers at the
 /// default size's 784 sites are 401 kB, which stay in one core's L2 for all W steps.
@@ -48,7 +51,7 @@ struct Grid {
 };
 
 /// Channel blocks covering the grid's channels (the last one padded with zeros).
-inline int64_t blocks(const Grid& grid) { return (grid.channels + kBlock - 1) / kBlock; }
+inline int64_t blocks(const Grid& grid) { return ceil_div(grid.channels, kBlock); }
 
 /// Floats of one grid row of a block: ny sites x kBlock channels.
 inline int64_t row_floats(const Grid& grid) { return grid.ny * kBlock; }
@@ -143,7 +146,7 @@ struct BlockBuffers {
 /// Steps t and t + 1 in one sweep over the grid rows, F_t in `current`, F_{t+2} to `next`: row x
 /// of step t (into the ring), then row x - 1 of step t + 1, whose three rows of F_{t+1} are in the
 /// ring by then. Each site's F, P and F_eq come from L2 once per two steps instead of once per
-/// step: what bounds the one-step sweep (its ~640 B per site and step at ~190 GB/s). The momentum
+/// step: what bounds the one-step sweep (its traffic from L2 per site and step). The momentum
 /// row is updated in place by both (row x by step t before row x by step t + 1, one sweep later).
 /// sums[0], sums[1] = Σ |F_t|, Σ |F_{t+1}| over the block.
 template <bool kFirstStep>
@@ -273,13 +276,13 @@ PB_FIELD_ALWAYS_INLINE void retrieval_weights(const Candidates& candidates, int6
 constexpr int64_t kMixRows = 4;
 
 /// Work items of the mixing: groups of kMixRows batch rows (the last one partial).
-inline int64_t mix_groups(int64_t batch) { return (batch + kMixRows - 1) / kMixRows; }
+inline int64_t mix_groups(int64_t batch) { return ceil_div(batch, kMixRows); }
 
 /// act [B, d], the rows of group `group`: Σ_k weights[b, k] state_k, k ascending (row b's tokens,
 /// then the bank rows), the reference's order for every column. Each bank row is read once per
 /// group, whole and in order (a stream the prefetchers follow), where retrieval_fused reads the
-/// 2 MB bank once per batch row; chunks of columns read 256 B of each 1 kB row instead, which ran
-/// 2.5x slower (measured: 0.3 ms for the default size's mixing).
+/// 2 MB bank once per batch row; chunks of columns read 256 B of each 1 kB row instead, which is
+/// slower.
 PB_FIELD_ALWAYS_INLINE void retrieval_mix(const Candidates& candidates, int64_t batch, const float* weights,
                                           int64_t group, float* __restrict act) {
   const int64_t T = candidates.tokens, C = candidates.bank_rows, K = candidates.count(), d = candidates.state_dim;

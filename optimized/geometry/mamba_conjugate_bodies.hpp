@@ -1,5 +1,5 @@
 #pragma once
-// geometry/mamba_conjugate's sign_vectors phase (issue 28): the host body, on raw pointers. The
+// geometry/mamba_conjugate's sign_vectors phase: the host body, on raw pointers. The
 // Kokkos variant runs one block of 8-vectors per work item, both tensors in one kernel
 // (optimized/geometry/mamba_conjugate-kokkos.cpp), and inlines it into its ISA clones;
 // tests/geometry_mamba_conjugate_signs_test.cpp runs it at row counts verify's sizes do not have.
@@ -12,18 +12,20 @@
 
 #include <cstdint>
 
+#include "optimized/common/integer_math.hpp"
 #include "reference/geometry/mamba_conjugate.hpp"
 
 namespace pb::geometry_kernels::sign_vectors {
 
 namespace ref = pb::reference::geometry::mamba_conjugate;
+using pb::optimized::ceil_div;
 constexpr int kComponents = ref::kStateComponents;
 // Rows of 8 per block (a work item): 4,000 rows are 128 kB of x and of the result, so the default
 // size's 65,536 rows per tensor are 17 blocks (the last partial), a few per thread and tensor.
 constexpr int64_t kBlockRows = 4000;
 
 /// How many blocks cover `rows` rows of 8 (the last one partial).
-inline int64_t blocks(int64_t rows) { return (rows + kBlockRows - 1) / kBlockRows; }
+inline int64_t blocks(int64_t rows) { return ceil_div(rows, kBlockRows); }
 
 /// Block `block` of conj(x) for x [rows, 8]: out = x * {1, -1, ..., -1} row by row. Always
 /// inlined: each ISA clone of the caller must get its own copy, not a call to the baseline one.

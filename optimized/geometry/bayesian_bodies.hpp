@@ -14,8 +14,9 @@
 
 #include <cstdint>
 
-#include "optimized/geometry/bayesian-exp.hpp"
-#include "optimized/geometry/streamed_stores.hpp"
+#include "optimized/common/integer_math.hpp"
+#include "optimized/common/simd_math.hpp"
+#include "optimized/common/streamed_stores.hpp"
 #include "phasebench/host_device.hpp"
 #include "reference/geometry/bayesian.hpp"
 
@@ -27,6 +28,7 @@
 namespace pb::optimized::geometry::bayesian_runs {
 
 namespace ref = pb::reference::geometry;
+using pb::optimized::simd::exp_nonpositive;
 
 // vectorized_weights splits the field into kRuns runs (one Kokkos index each: enough for every
 // thread of a large machine to get several), each a multiple of kLanes values long but the last;
@@ -171,7 +173,7 @@ __attribute__((always_inline)) inline void streamed_posterior_update(const float
 /// block of kValuesPerBlock (so that no two items write parts of one output line), sizes within
 /// one block.
 inline streaming::ItemRange values_of_item(int64_t item, int64_t items, int64_t count) {
-  const int64_t blocks = (count + kValuesPerBlock - 1) / kValuesPerBlock;
+  const int64_t blocks = ceil_div(count, kValuesPerBlock);
   const streaming::ItemRange range = streaming::range_of_item(item, items, blocks);
   const auto clamp = [count](int64_t value) { return value < count ? value : count; };
   return {clamp(range.first * kValuesPerBlock), clamp(range.last * kValuesPerBlock)};

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "optimized/common/integer_math.hpp"
 #include "reference/energy_flow/aggregate.hpp"
 
 namespace pb::optimized::energy_flow {
@@ -107,7 +108,7 @@ struct CellBlocks {
   PB_HOST_DEVICE int64_t first(int64_t owner) const { return owner * size < cells ? owner * size : cells; }
 };
 inline CellBlocks cell_blocks(int64_t cells, int64_t owners) {
-  const int64_t size = (cells + owners - 1) / owners;
+  const int64_t size = ceil_div(cells, owners);
   return {cells, owners, size, 1.0 / static_cast<double>(size)};
 }
 

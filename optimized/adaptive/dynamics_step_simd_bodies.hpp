@@ -1,5 +1,5 @@
 #pragma once
-// adaptive/dynamics_step's vectorized_cells phase (issue 28): all S steps of a block of kLanes
+// adaptive/dynamics_step's vectorized_cells phase: all S steps of a block of kLanes
 // cells at once, one cell per SIMD lane, on raw pointers. The Kokkos variant runs one block per
 // work item and inlines this into its ISA clones (optimized/adaptive/dynamics_step-kokkos.cpp);
 // tests/adaptive_dynamics_simd_test.cpp runs its pieces against the reference. Math:
@@ -26,11 +26,11 @@
 #include <string>
 #include <vector>
 
-#include "optimized/geometry/christoffel_simd-bodies.hpp"  // Lanes, tanh_lanes, exp_normal_lanes, blocks
+#include "optimized/common/simd_lanes.hpp"  // Lanes, tanh_lanes, exp_normal_lanes, blocks
 #include "reference/adaptive/dynamics_step.hpp"
 
-// The functions below pass vectors by value; they are always inlined into one ISA clone, so the
-// ABI GCC warns about (a 64-byte vector passed without AVX-512) never applies.
+// The functions below return vectors by value; they are always inlined into one ISA clone, so the
+// ABI GCC warns about (a 64-byte vector returned without AVX-512) never applies.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -39,7 +39,7 @@
 namespace pb::adaptive_kernels::dynamics_simd {
 
 namespace ref = pb::reference::adaptive;
-namespace lanes = pb::geometry_kernels::christoffel_simd;
+namespace lanes = pb::optimized::simd;
 using lanes::kLanes;  // cells per block
 using lanes::Lanes;
 
@@ -73,8 +73,7 @@ inline int64_t row_group(int64_t H, int64_t j) { return j + kRowGroup <= H ? kRo
 
 /// W [H, H] row-major laid out so that a group of G rows from j reads its weights in order:
 /// packed[j H + k G + g] = W[j + g, k], the 16 weights of one k one cache line instead of 16 rows'
-/// strided reads. Measured a little faster than indexing W itself (1.35 against 1.38 ms per
-/// default-size iteration on one thread, AVX-512).
+/// strided reads: a little faster than indexing W itself.
 inline std::vector<float> pack_weight(const std::vector<float>& W, int64_t H) {
   std::vector<float> packed(W.size());
   for (int64_t j = 0; j < H; j += row_group(H, j)) {
@@ -106,9 +105,9 @@ struct NewStateSums {
   Lanes hidden;      // Σ h'
 };
 
-#define PB_DYNAMICS_ALWAYS_INLINE PB_CHRISTOFFEL_ALWAYS_INLINE
+#define PB_DYNAMICS_ALWAYS_INLINE PB_SIMD_ALWAYS_INLINE
 
-PB_DYNAMICS_ALWAYS_INLINE Lanes clamp_lanes(Lanes v, float low, float high) {
+PB_DYNAMICS_ALWAYS_INLINE Lanes clamp_lanes(const Lanes& v, float low, float high) {
   return v < low ? low : (v > high ? high : v);
 }
 
@@ -116,7 +115,7 @@ PB_DYNAMICS_ALWAYS_INLINE Lanes clamp_lanes(Lanes v, float low, float high) {
 /// reference's formula for z >= 0; for z < 0 the same value without e^{-z} overflowing). |z| is
 /// clamped to 87 (exp_normal's domain): above it the result is 1 in fp32 anyway, below -87 it is
 /// e^-87 = 1.6e-38 for smaller values, 2e-38 off at most (the logits here stay within ±2).
-PB_DYNAMICS_ALWAYS_INLINE Lanes sigmoid_lanes(Lanes z) {
+PB_DYNAMICS_ALWAYS_INLINE Lanes sigmoid_lanes(const Lanes& z) {
   const Lanes magnitude = lanes::abs_lanes(z);
   const Lanes t = lanes::exp_normal_lanes(-(magnitude < 87.0f ? magnitude : 87.0f));
   const Lanes positive = 1.0f / (1.0f + t);
@@ -124,10 +123,10 @@ PB_DYNAMICS_ALWAYS_INLINE Lanes sigmoid_lanes(Lanes z) {
 }
 
 /// Σ_k f(h[k]) over the H units, in kChains interleaved partial sums: with one sum, a chain of H
-/// dependent adds, the block took 7% longer (measured), the drive's work waiting behind it.
+/// dependent adds, the block takes longer, the drive's work waiting behind it.
 constexpr int kChains = 4;
 template <class Term>
-PB_DYNAMICS_ALWAYS_INLINE Lanes sum_units(const Lanes* h, int64_t H, Term term) {
+PB_DYNAMICS_ALWAYS_INLINE Lanes sum_units(const Lanes* h, int64_t H, const Term& term) {
   Lanes partial[kChains] = {};
   int64_t k = 0;
   for (; k + kChains <= H; k += kChains)
@@ -139,8 +138,8 @@ PB_DYNAMICS_ALWAYS_INLINE Lanes sum_units(const Lanes* h, int64_t H, Term term) 
 
 /// The unbiased variance over the H units of each lane's h (the reference's two passes).
 PB_DYNAMICS_ALWAYS_INLINE Lanes variance_lanes(const Lanes* h, int64_t H) {
-  const Lanes mean = sum_units(h, H, [](Lanes v) { return v; }) / float(H);
-  return sum_units(h, H, [mean](Lanes v) { return (v - mean) * (v - mean); }) / float(H - 1);
+  const Lanes mean = sum_units(h, H, [](const Lanes& v) { return v; }) / float(H);
+  return sum_units(h, H, [mean](const Lanes& v) { return (v - mean) * (v - mean); }) / float(H - 1);
 }
 
 /// drive[g] = b[j + g] + Σ_k W[j + g, k] h[k] for kGroup rows from j, the terms in k order;
@@ -207,8 +206,8 @@ inline int64_t chunk_width(int64_t width, int64_t first) { return width - first 
 
 /// Rows [count][width] of an array, transposed into units[width] (unit k of the count cells, lanes
 /// past count 0), kLanes units at a time: each cell's kLanes floats one copy, then
-/// christoffel_simd's 16 x 16 transpose (element by element, the block's loads and stores took
-/// 7-12% of its time; measured).
+/// simd_lanes.hpp's 16 x 16 transpose (element by element, the block's loads and stores take a
+/// noticeable share of its time).
 PB_DYNAMICS_ALWAYS_INLINE void gather_units(const float* rows, int64_t width, int count, Lanes* units) {
   for (int64_t first = 0; first < width; first += kLanes) {
     const int64_t chunk = chunk_width(width, first);

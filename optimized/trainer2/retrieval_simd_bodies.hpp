@@ -1,11 +1,11 @@
 #pragma once
-// trainer2's vectorized_retrieval phase (issue 28): jit_fusion's retrieval kernel (retrieval_fused,
+// trainer2's vectorized_retrieval phase: jit_fusion's retrieval kernel (retrieval_fused,
 // trainer2_engine-kokkos.hpp) as host SIMD code on raw pointers, one batch row per call. The
 // Kokkos variant runs one row per work item and inlines this into its ISA clones
 // (retrieval-kokkos.cpp); tests/trainer2_retrieval_simd_test.cpp runs it against the reference.
 // Math: reference/trainer2/trainer2.hpp (retrieval, retrieval_logit).
 //
-// What holds retrieval_fused back, measured (docs/trainer2.md, "The limit of retrieval"): the
+// What holds retrieval_fused back (docs/trainer2.md, "The limit of retrieval"): the
 // mixing act_b += w_bk cand_state_bk loads and stores act's row for every candidate k, three
 // memory operations per multiply-add at the baseline's 128-bit SSE2, where the only compulsory
 // traffic is cand_state's row. Here the candidates are taken kMixBlock at a time: each column's
@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "optimized/geometry/bayesian-exp.hpp"  // exp_nonpositive: e^x that vectorizes
+#include "optimized/common/simd_math.hpp"  // exp_nonpositive: e^x that vectorizes
 #include "reference/trainer2/trainer2.hpp"
 
 #if defined(__GNUC__)
@@ -31,7 +31,7 @@ namespace pb::trainer2_kernels::retrieval_simd {
 /// and β R spd stays within a few hundred for the suites' inputs), in a loop of their own so that
 /// it vectorizes; their sum in k order, as the reference's.
 PB_RETRIEVAL_ALWAYS_INLINE void softmax_of_logits(float* __restrict weights, int64_t K, float max_logit) {
-  for (int64_t k = 0; k < K; ++k) weights[k] = pb::optimized::geometry::exp_nonpositive(weights[k] - max_logit);
+  for (int64_t k = 0; k < K; ++k) weights[k] = pb::optimized::simd::exp_nonpositive(weights[k] - max_logit);
   float total = 0;
   for (int64_t k = 0; k < K; ++k) total += weights[k];
   for (int64_t k = 0; k < K; ++k) weights[k] /= total;
@@ -92,7 +92,7 @@ PB_RETRIEVAL_ALWAYS_INLINE float maximum(const float* x, int64_t K) {
 /// metric [n], curvature R_b; writes weights [K] = softmax_k(−β R_b spd_k) (logits by
 /// ref::retrieval_logit, the reference's order) and act [d] = Σ_k weights[k] states[k]. The
 /// logits in a loop of their own, which vectorizes across candidates (with the running maximum
-/// in it, GCC keeps it scalar: 5x slower, measured).
+/// in it, GCC keeps it scalar, which is several times slower).
 PB_RETRIEVAL_ALWAYS_INLINE void retrieval_row(const float* coords, const float* states, int64_t K, int64_t d,
                                               const float* query, const float* metric, float curvature,
                                               float* __restrict weights, float* __restrict act) {

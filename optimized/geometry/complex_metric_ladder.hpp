@@ -22,7 +22,7 @@
 
 #include "backends/cuda/host_device.hpp"
 #include "phasebench/arrays.hpp"
-#include "optimized/geometry/metric-executor.hpp"
+#include "optimized/geometry/metric_executor.hpp"
 #include "phasebench/phases.hpp"
 #include "suites/geometry/complex_metric.hpp"
 

@@ -17,7 +17,7 @@
 
 #include "backends/cuda/host_device.hpp"
 #include "phasebench/arrays.hpp"
-#include "optimized/geometry/metric-executor.hpp"
+#include "optimized/geometry/metric_executor.hpp"
 #include "phasebench/phases.hpp"
 #include "suites/geometry/mamba_conjugate.hpp"
 

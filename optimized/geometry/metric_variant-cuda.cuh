@@ -1,6 +1,6 @@
 #pragma once
 // The CUDA Variant of the executor ladders of geometry/complex_metric and geometry/mamba_conjugate
-// (complex_metric-ladder.hpp, mamba_conjugate-ladder.hpp): the ladder on a DeviceExecutor (its own
+// (complex_metric_ladder.hpp, mamba_conjugate_ladder.hpp): the ladder on a DeviceExecutor (its own
 // stream; launches, stream-ordered allocations and host reads counted by cuda_backend). Without a
 // usable device (always on the build machines) support() reports SKIPPED with the runtime's error
 // text and nothing touches the device: COMPILED HERE, NEVER RUN ON A GPU. The ladders and their

@@ -1,8 +1,8 @@
 #pragma once
 // What the executor ladders of geometry/complex_metric and geometry/mamba_conjugate share
-// (complex_metric-ladder.hpp, mamba_conjugate-ladder.hpp): moving HostArrays in and out of an
+// (complex_metric_ladder.hpp, mamba_conjugate_ladder.hpp): moving HostArrays in and out of an
 // executor's buffers (setup and outputs only: uncounted, blocking). The executor interface is
-// that of backends/cuda/device_executor.cuh; KokkosExecutor (metric-kokkos_executor.hpp) and the
+// that of backends/cuda/device_executor.cuh; KokkosExecutor (metric_executor-kokkos.hpp) and the
 // tests' HostExecutor implement it too.
 
 #include <cstdint>

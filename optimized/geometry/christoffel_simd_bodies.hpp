@@ -1,18 +1,18 @@
 #pragma once
-// geometry/christoffel's vectorized_points phase (issue 28): Γ for a block of kLanes points at once,
-// one point per SIMD lane, on raw pointers. The Kokkos variant runs one block per work item and
-// inlines this into its ISA clones (optimized/geometry/christoffel-kokkos.cpp);
+// geometry/christoffel's vectorized_points phase: Γ for a block of kLanes points at once, one point
+// per SIMD lane, on raw pointers. The Kokkos variant runs one block per work item and inlines this
+// into its ISA clones (optimized/geometry/christoffel-kokkos.cpp);
 // tests/geometry_christoffel_simd_test.cpp runs its pieces against the reference. Math:
 // reference/geometry/christoffel.hpp.
 //
 // What holds the other rows back (docs/geometry.md, "The limit of christoffel"): each point's 17
 // metric evaluations call erf 24 times and tanh 64 times through libm, one value per call, and the
 // network's layers are 8- and 16-wide dot products that no compiler vectorizes across one point.
-// Here every value is a vector of the block's 16 points (GCC's vector extension: one AVX-512
-// register, two AVX2 ones, four SSE2 ones; left to auto-vectorization, GCC vectorized the layers'
-// small loops across the wrong index, with shuffles and scalar adds: 8x slower, measured):
-//   - erf, tanh and softplus as branch-free polynomials that vectorize (erf_lanes below; tanh and
-//     softplus from exp_nonpositive), measured against libm in the test;
+// Here every value is a vector of the block's 16 points (optimized/common/simd_lanes.hpp; left to
+// auto-vectorization, GCC vectorizes the layers' small loops across the wrong index, with shuffles
+// and scalar adds, which is slower than the scalar code):
+//   - GELU, tanh and softplus as branch-free polynomials that vectorize (simd_lanes.hpp), measured
+//     against libm in the test;
 //   - h = 0.1 tanh(½(H + Hᵀ)) is symmetric, so only its 36 entries a <= b are formed, each from
 //     one 16-term dot product with the summed rows W_ab + W_ba (the reference forms all 64 H_ab);
 //     G, its derivatives and S are kept as those 36 entries too;
@@ -26,7 +26,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "optimized/geometry/bayesian-exp.hpp"  // exp_nonpositive: e^x (x <= 0) that vectorizes
+#include "optimized/common/simd_lanes.hpp"  // Lanes, the element-wise functions, blocks of kLanes
 #include "reference/geometry/christoffel.hpp"
 
 #if defined(__GNUC__)
@@ -35,8 +35,8 @@
 #define PB_CHRISTOFFEL_ALWAYS_INLINE inline
 #endif
 
-// The functions below pass vectors by value; they are always inlined into one ISA clone, so the
-// ABI GCC warns about (a 64-byte vector passed without AVX-512) never applies.
+// The functions below return vectors by value; they are always inlined into one ISA clone, so the
+// ABI GCC warns about (a 64-byte vector returned without AVX-512) never applies.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -46,9 +46,22 @@ namespace pb::geometry_kernels::christoffel_simd {
 
 namespace ref = pb::reference::geometry;
 
-constexpr int kLanes = 16;  // points per block
-using Lanes = float __attribute__((vector_size(kLanes * sizeof(float))));       // one value per point
-using LaneInts = int32_t __attribute__((vector_size(kLanes * sizeof(int32_t))));  // masks, integers
+// The lanes hold one point each; the block is built from these.
+using pb::optimized::simd::abs_lanes;
+using pb::optimized::simd::any_lane;
+using pb::optimized::simd::blend;
+using pb::optimized::simd::block_count;
+using pb::optimized::simd::blocks;
+using pb::optimized::simd::first_point;
+using pb::optimized::simd::gelu_lanes;
+using pb::optimized::simd::kLanes;
+using pb::optimized::simd::LaneInts;
+using pb::optimized::simd::Lanes;
+using pb::optimized::simd::log1p_unit_lanes;
+using pb::optimized::simd::softplus_lanes;
+using pb::optimized::simd::tanh_lanes;
+using pb::optimized::simd::transpose_lanes;
+
 constexpr int kD = ref::kDim;
 constexpr int kHidden = ref::kHidden;
 constexpr int kPairs = kD * (kD + 1) / 2;  // 36 entries a <= b of a symmetric d x d matrix
@@ -70,101 +83,6 @@ constexpr PairTable make_pair_table() {
   return table;
 }
 inline constexpr PairTable kPairOf = make_pair_table();
-
-// ---- element-wise functions that vectorize ----------------------------------------------------
-// libm's erff, tanhf, expf and log1pf are one call per value (GCC vectorizes them only with
-// -ffast-math), so these are written as expressions: polynomials, exp_nonpositive, selects.
-
-PB_CHRISTOFFEL_ALWAYS_INLINE Lanes abs_lanes(Lanes x) { return (Lanes)((LaneInts)x & 0x7fffffff); }
-
-PB_CHRISTOFFEL_ALWAYS_INLINE Lanes exp_nonpositive_lanes(Lanes x) {
-  return pb::optimized::geometry::exp_nonpositive_of<Lanes, LaneInts>(x);
-}
-
-/// e^x for -87 <= x <= 0 (a normal result: one scale factor where exp_nonpositive_lanes takes two).
-PB_CHRISTOFFEL_ALWAYS_INLINE Lanes exp_normal_lanes(Lanes x) {
-  return pb::optimized::geometry::exp_normal_of<Lanes, LaneInts>(x);
-}
-
-/// GELU(v) = v Φ(v), Φ the standard normal CDF: ref::gelu's ½ v (1 + erf(v / √2)), written through
-/// the normal tail ½ erfc(x) = ½ e^{-x²} erfcx(x), x = |v| / √2, so that no branch of erf is needed:
-/// Φ(v) is the tail for v < 0 and 1 - tail otherwise (the tail <= ½: no cancellation, where 1 + erf
-/// cancels for negative v). erfcx(x) = e^{x²} erfc(x) is smooth and slowly varying; a polynomial of
-/// degree 8 in u = (2 - 2x) / (2 + x) (u = 3t - 2, t = 2 / (2 + x)) stays within 1.4e-9 of it times
-/// e^{-x²} on 0 <= x <= 4: the Chebyshev interpolant in t on [1/3, 1], double precision, rounded to
-/// float. Beyond x = 8 the tail is below 1e-28 and x is clamped there (exp_nonpositive's domain).
-/// Within 1 ulp + 3.3e-8 of the fp64 formula on [-12, 12], closer than the fp32 formula with erff
-/// (1 ulp + 8.3e-8): measured by the test.
-PB_CHRISTOFFEL_ALWAYS_INLINE Lanes gelu_lanes(Lanes v) {
-  const Lanes x0 = abs_lanes(v) * 0.70710678118654752440f;
-  const Lanes x = x0 < 8.0f ? x0 : 8.0f;
-  const Lanes u = (2.0f - 2.0f * x) / (2.0f + x);
-  Lanes q = u * -8.368687563474629e-06f + 3.317087822897314e-05f;
-  q = q * u + 9.92472938590912e-05f;
-  q = q * u - 0.0008601265419906972f;
-  q = q * u - 0.0016017067786932633f;
-  q = q * u + 0.022509182783345752f;
-  q = q * u + 0.14242697830208706f;
-  q = q * u + 0.4098180471677803f;
-  q = q * u + 0.427583576155807f;
-  const Lanes tail = 0.5f * exp_normal_lanes(-(x * x)) * q;
-  return v * (v < 0 ? tail : 1.0f - tail);
-}
-
-/// tanh(y) = y N(y²) / D(y²), the 13th convergent of Lambert's continued fraction tanh y = y / (1 +
-/// y² / (3 + y² / (5 + ...))), y clamped to ±9 (tanh 9 = 1 - 3e-8, 1 in fp32). Every coefficient is
-/// positive, so neither polynomial cancels. Within 1.6e-7 absolute for |y| <= 1 and 3.5e-7 beyond
-/// (libm's tanhf: 1.0e-7; it may pass ±1 by an ulp near the clamp), which is what h = 0.1 tanh(.),
-/// added to entries of size ~1, needs; the test measures it. 15 multiply-adds and a division, where
-/// e^{-2|y|} by exp_nonpositive took ~20 operations more.
-PB_CHRISTOFFEL_ALWAYS_INLINE Lanes tanh_lanes(Lanes y) {
-  const Lanes clamped = y < -9.0f ? -9.0f : (y > 9.0f ? 9.0f : y);
-  const Lanes t = clamped * clamped;
-  Lanes numerator = t * 4.918999383468789e-13f + 8.696790909972818e-10f;
-  numerator = numerator * t + 4.0896659254147175e-07f;
-  numerator = numerator * t + 7.361398665746492e-05f;
-  numerator = numerator * t + 0.005432098765432099f;
-  numerator = numerator * t + 0.14814814814814814f;
-  numerator = numerator * t + 1.0f;
-  Lanes denominator = t * 4.684761317589322e-15f + 2.55787967940377e-11f;
-  denominator = denominator * t + 2.1524557502182723e-08f;
-  denominator = denominator * t + 6.134498888122077e-06f;
-  denominator = denominator * t + 0.0007085346215780998f;
-  denominator = denominator * t + 0.03259259259259259f;
-  denominator = denominator * t + 0.48148148148148145f;
-  denominator = denominator * t + 1.0f;
-  return clamped * numerator / denominator;
-}
-
-/// log(1 + t) for 0 <= t <= 1: 1 + t rounds to u = 2^k m with m in [√½, √2), log m = f P(f) with
-/// f = m - 1 (exact), P ≈ log(1 + f) / f of degree 9 (the Chebyshev interpolant on [√½ - 1, √2 - 1],
-/// within 6e-9 relative), and the rounding of 1 + t restored by (t - (u - 1)) / u. The test measures
-/// it within 1.7 ulp of log1p (a form by atanh's series, (m - 1) / (m + 1), was 3.2 ulp off: R is
-/// squared into G, and that error showed in Γ as 25% more than the fp32 reference's).
-PB_CHRISTOFFEL_ALWAYS_INLINE Lanes log1p_unit_lanes(Lanes t) {
-  const Lanes u = 1.0f + t;
-  const LaneInts halve = u > 1.41421356f;
-  const Lanes f = (halve ? 0.5f * u : u) - 1.0f;
-  Lanes p = f * -0.07451185990973146f + 0.12806610315738393f;
-  p = p * f - 0.1326603139578843f;
-  p = p * f + 0.14199650117239643f;
-  p = p * f - 0.16608369412356913f;
-  p = p * f + 0.20000939439509846f;
-  p = p * f - 0.2500157909919691f;
-  p = p * f + 0.33333345349813037f;
-  p = p * f - 0.4999998849614274f;
-  p = p * f + 0.999999999383256f;
-  const Lanes correction = (t - (u - 1.0f)) / u;
-  const Lanes log_two = halve ? Lanes{} + 0.693147180559945f : Lanes{};
-  return log_two + (f * p + correction);
-}
-
-/// softplus(z) = max(z, 0) + log(1 + e^{-|z|}): the reference's log1p(e^z) for z <= 20 and z above
-/// (where the two differ by less than e^-20 relative, below fp32's resolution).
-PB_CHRISTOFFEL_ALWAYS_INLINE Lanes softplus_lanes(Lanes z) {
-  const Lanes positive = z > 0 ? z : 0.0f;
-  return positive + log1p_unit_lanes(exp_nonpositive_lanes(-abs_lanes(z)));
-}
 
 // ---- the metric network over a block -----------------------------------------------------------
 
@@ -199,9 +117,8 @@ inline PreparedWeights prepare(const ref::MetricWeights<float>& w) {
 }
 
 /// Rows of a layer whose dot products run side by side: independent chains of multiply-adds keep
-/// the FMA units busy where one chain waits for each add's latency (measured on the 2-core EPYC
-/// guest, one thread, AVX-512: a metric evaluation of 16 points 700 ns one row at a time, 492 ns
-/// four at a time, 438 ns with the pairs six at a time).
+/// the FMA units busy where one chain waits for each add's latency (docs/geometry.md times the
+/// group sizes).
 constexpr int kRowGroup = 4;
 constexpr int kPairGroup = 12;
 
@@ -236,7 +153,7 @@ PB_CHRISTOFFEL_ALWAYS_INLINE void preactivations_lanes(const PreparedWeights& w,
 /// where the whole layer takes d. (The reference evaluates W1 (x + δ ê_ρ) afresh; the two differ by
 /// rounding only, and the shifted pair shares base's rounding, which cancels in G(+) - G(-).)
 PB_CHRISTOFFEL_ALWAYS_INLINE void shifted_preactivations(const PreparedWeights& w, const Preactivations& base, int rho,
-                                                         Lanes delta, Preactivations& out) {
+                                                         const Lanes& delta, Preactivations& out) {
   for (int r = 0; r < kD; ++r) out.r[r] = base.r[r] + w.r_w1[r * kD + rho] * delta;
   for (int r = 0; r < kHidden; ++r) out.h[r] = base.h[r] + w.h_w1[r * kD + rho] * delta;
 }
@@ -264,18 +181,6 @@ PB_CHRISTOFFEL_ALWAYS_INLINE void metric_lanes(const PreparedWeights& w, const P
 }
 
 // ---- the solve ---------------------------------------------------------------------------------
-
-/// Whether any lane of a mask (all ones or all zeros per lane) is set.
-PB_CHRISTOFFEL_ALWAYS_INLINE bool any_lane(LaneInts mask) {
-  int32_t bits = 0;
-  for (int l = 0; l < kLanes; ++l) bits |= mask[l];
-  return bits != 0;
-}
-
-/// mask ? yes : no, lane by lane, for a mask of all ones or all zeros in each lane.
-PB_CHRISTOFFEL_ALWAYS_INLINE Lanes blend(LaneInts mask, Lanes yes, Lanes no) {
-  return (Lanes)(((LaneInts)yes & mask) | ((LaneInts)no & ~mask));
-}
 
 /// Solves A X = B in every lane: A[kD][kD], B[kD][kColumns] (X replaces B; A is destroyed). The
 /// reference's solve_in_place (Gaussian elimination with partial pivoting, the first largest |A_rc|
@@ -365,31 +270,6 @@ PB_CHRISTOFFEL_ALWAYS_INLINE void first_kind_lanes(BlockScratch& s) {
   for (int a = 0; a < kD; ++a)
     for (int b = 0; b < kD; ++b) s.A[a][b] = s.G[kPairOf.index[a][b]];
 }
-
-/// Transposes the 16 x 16 floats rows[i][j] in place (rows[i][j] becomes rows[j][i]): four rounds
-/// that swap the off-diagonal blocks of size 8, 4, 2, 1 between rows i and i + size by two shuffles.
-PB_CHRISTOFFEL_ALWAYS_INLINE void transpose_lanes(Lanes* rows) {
-  static_assert(kLanes == 16, "the rounds below transpose 16 x 16");
-  const auto round = [rows](int size, LaneInts low_mask, LaneInts high_mask) {
-    for (int i = 0; i < kLanes; ++i)
-      if ((i & size) == 0) {
-        const Lanes low = __builtin_shuffle(rows[i], rows[i + size], low_mask);
-        const Lanes high = __builtin_shuffle(rows[i], rows[i + size], high_mask);
-        rows[i] = low, rows[i + size] = high;
-      }
-  };
-  // Lane j of the new row i: row i's lane j where bit `size` of j is clear, else row (i + size)'s
-  // lane j - size; of the new row i + size: row i's lane j + size, else row (i + size)'s lane j.
-  round(8, LaneInts{0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23},
-        LaneInts{8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31});
-  round(4, LaneInts{0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27},
-        LaneInts{4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31});
-  round(2, LaneInts{0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29},
-        LaneInts{2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31});
-  round(1, LaneInts{0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30},
-        LaneInts{1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31});
-}
-
 /// Writes Γ for the block's first `count` points, gamma [count][d³]: X[λ][pair(μ, ν)] to both (μ, ν)
 /// and (ν, μ). Sixteen consecutive entries of Γ (two rows μ of one λ) at a time, one
 /// vector per entry, transposed so that each point's sixteen are one vector store.
@@ -419,18 +299,6 @@ PB_CHRISTOFFEL_ALWAYS_INLINE void christoffel_block(const PreparedWeights& w, co
   first_kind_lanes(s);
   solve_lanes<kPairs>(s.A, s.S);
   write_gamma(s.S, count, gamma);
-}
-
-/// How many blocks cover `points` points (the last one partial).
-inline int64_t blocks(int64_t points) { return (points + kLanes - 1) / kLanes; }
-
-/// The first point of block `block`.
-inline int64_t first_point(int64_t block) { return block * kLanes; }
-
-/// How many of the `points` points block `block` holds: kLanes, or the rest in the last block.
-inline int block_count(int64_t points, int64_t block) {
-  const int64_t left = points - first_point(block);
-  return static_cast<int>(left < kLanes ? left : kLanes);
 }
 
 /// Block `block` of the points x [points][d], written to its rows of gamma [points][d³]: what one

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "optimized/common/integer_math.hpp"
 #include "phasebench/host_device.hpp"
 #include "reference/geometry/lior_memory_conv.hpp"
 
@@ -70,7 +71,7 @@ PB_HOST_DEVICE inline void blend_body(int64_t i, const float* x, const float* yp
 inline constexpr int64_t kMaxChunkLines = 8;
 
 /// How many chunks of chunk_lines lines the lines take (the last one may be shorter).
-inline int64_t chunk_count(int64_t lines, int64_t chunk_lines) { return (lines + chunk_lines - 1) / chunk_lines; }
+inline int64_t chunk_count(int64_t lines, int64_t chunk_lines) { return ceil_div(lines, chunk_lines); }
 
 struct LineChunk {
   int64_t first, count;
