@@ -1,6 +1,6 @@
 // geometry/complex_metric and geometry/mamba_conjugate: the fp64 references agree with independent
 // numpy implementations of the original functions (through `phasebench dump`); the executor ladders
-// that the CUDA and Kokkos variants run (optimized/geometry/*-ladder.hpp) run here on the host,
+// that the CUDA and Kokkos variants run (optimized/geometry/*_ladder.hpp) run here on the host,
 // every phase against the oracle, with the launches and bytes each phase promises (mamba_conjugate:
 // the seed's "one temporary allocation fewer", also through every CPU backend's own counters);
 // and a variant with one wrong line is caught, the failure naming the output.

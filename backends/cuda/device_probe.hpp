@@ -11,7 +11,7 @@
 // Each kernel is timed with CUDA events, best of kTimedLaunches after one warm-up launch (the
 // device can reach the best). This header is plain C++: the per-element bodies and the bytes and
 // flops counted per launch are host functions too, so host tests run them. The kernels themselves
-// have never run on a GPU in this project yet (README.md, "Roofline").
+// have never run on a GPU in this project yet (docs/roofline.md, "GPU ceilings").
 
 #include <cmath>
 #include <cstdint>

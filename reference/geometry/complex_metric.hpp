@@ -17,7 +17,7 @@
 //       Theta[b,k,m,n] = sum_i sum_j psi[b,k,i] T[i,j] psi[b,k,j]
 //
 // The per-entry functions are PB_HOST_DEVICE: the Kokkos and CUDA kernel bodies
-// (optimized/geometry/complex_metric-ladder.hpp) call these very functions.
+// (optimized/geometry/complex_metric_ladder.hpp) call these very functions.
 
 #include <cstdint>
 

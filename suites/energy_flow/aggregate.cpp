@@ -202,7 +202,7 @@ class Aggregate final : public Workload {
              "worst measured (docs/energy_flow.md)"}};
   }
 
-  // Compulsory work of one iteration (README "Declared work"). A flop is one add, subtract,
+  // Compulsory work of one iteration (docs/roofline.md, "Declared work"). A flop is one add, subtract,
   // multiply, divide, round, clamp, compare, abs, min or exp. Per flow: the completed test (2);
   // per completed flow: the key (x and y: +1, * 0.5, * (W-1), round, two clamps = 6 each; s and
   // b H W + s: 3), omega (z + 1, z - 1, two abs, min, 1 +, 1 /, |E|, * , 0.1 steps, 1 +, * : 12),

@@ -130,7 +130,7 @@ class Bayesian final : public Workload {
     };
   }
 
-  // Compulsory work of one iteration, normal branch (README "Declared work"). A flop is one add,
+  // Compulsory work of one iteration, normal branch (docs/roofline.md, "Declared work"). A flop is one add,
   // subtract, multiply, divide, exp or compare. Per complex value: F - E (2), |.|^2 (3), / tau
   // (1), exp (1), |F|^2 (3), w |F|^2 (1), into Z (1), w F (2), / (Z + eps) (2), post - F (2),
   // lambda * (2): 20; plus Z + eps and the compare once. Bytes, fp32: read F and E [.,2] once,

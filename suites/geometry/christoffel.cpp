@@ -83,7 +83,7 @@ class Christoffel final : public Workload {
     };
   }
 
-  // Compulsory work of one iteration (README "Declared work"). A flop is one add, multiply,
+  // Compulsory work of one iteration (docs/roofline.md, "Declared work"). A flop is one add, multiply,
   // divide, exp, log, erf, tanh or compare. Per metric evaluation: R(x) (d^2 multiply-adds + d
   // bias adds, d GELUs of 5, d multiply-adds + 1, softplus 2, clamp 2: 2 d^2 + 8 d + 5 = 197);
   // H(x) (2 d^2 + 2d, then 2d GELUs of 5, then 2 d^2 * 2d + d^2: 4 d^3 + 3 d^2 + 12 d... written

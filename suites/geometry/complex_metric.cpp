@@ -83,7 +83,7 @@ class ComplexMetric final : public Workload {
     };
   }
 
-  // Compulsory work of one iteration (README "Declared work"), counted for the cheapest exact
+  // Compulsory work of one iteration (docs/roofline.md, "Declared work"), counted for the cheapest exact
   // form (shared_pairs). A flop is one add or multiply. Per item: the 10 pair products psi_i
   // psi_j (10), then the 28 entries of Phi above the diagonal and the 36 of Theta on or above it,
   // each a 10-term dot product (19); the rest are copies by (anti)symmetry: 10 + 64 * 19 = 1226.

@@ -65,7 +65,7 @@ class Hamiltonian final : public Workload {
     };
   }
 
-  // Compulsory work of one iteration (README "Declared work"). A flop is one add, subtract or
+  // Compulsory work of one iteration (docs/roofline.md, "Declared work"). A flop is one add, subtract or
   // multiply. Per real value (2 D^2 Nx Ny of them): the 5-point sum (3 adds, a multiply by 4, a
   // subtract: 5), times -c (1), V f (1), the sum (1): 8 flops. Bytes, fp32: read F [.,2] and V
   // once, write H [.,2] once: 4 (2 + 1 + 2) = 20 bytes per complex value.

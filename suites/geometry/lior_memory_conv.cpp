@@ -101,7 +101,7 @@ class LiorMemoryConv final : public Workload {
     };
   }
 
-  // Compulsory work of one iteration (README "Declared work"): the necessary arithmetic is that of
+  // Compulsory work of one iteration (docs/roofline.md, "Declared work"): the necessary arithmetic is that of
   // the cheaper algorithm, the direct form or the FFT form, whichever needs fewer flops at the size.
   // Direct: the causal sum has N(N+1)/2 multiply-adds per (b, c) line (2 flops each). FFT: per line
   // a real FFT of length L = 2N and its inverse, 2.5 L log2 L flops each (half the radix-2 complex

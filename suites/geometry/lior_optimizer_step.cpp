@@ -96,7 +96,7 @@ class LiorOptimizerStep final : public Workload {
     };
   }
 
-  // Compulsory work of one iteration (README "Declared work"). A flop is one add, multiply,
+  // Compulsory work of one iteration (docs/roofline.md, "Declared work"). A flop is one add, multiply,
   // divide, exp, log, erf or compare. Per tensor: R (2 d^2 + 8 d + 5 = 197 for d = 8), the clamp
   // again (2) and the scale lr kappa / R^2 (2); per value: one multiply and one subtract.
   // Bytes, fp32: read every parameter and gradient once, write every parameter once (the 8

@@ -70,7 +70,7 @@ class MambaConjugate final : public Workload {
     };
   }
 
-  // Compulsory work of one iteration (README "Declared work"): 7 sign changes per 8 values,
+  // Compulsory work of one iteration (docs/roofline.md, "Declared work"): 7 sign changes per 8 values,
   // counted as one flop each; bytes, fp32: read r and i once, write both results once.
   // Default (B = 16, L = 4096): 917,504 flops, 8.39 MB (4.19 MB read, 4.19 MB written).
   WorkEstimate work(SizeClass size) const override {

@@ -118,7 +118,7 @@ class MambaScan final : public Workload {
     };
   }
 
-  // Compulsory work of one iteration (README "Declared work"), per row (B L rows): the matrix
+  // Compulsory work of one iteration (docs/roofline.md, "Declared work"), per row (B L rows): the matrix
   // products 2 (D E + 16 E + E E + 8 E + E D) flops, the recurrence ~100 flops (trinor 6x8,
   // product 12x4, mix 3x8), the gate 2 E and the LayerNorms ~5 (16 + D). Bytes, fp32: x read,
   // out written, every weight read once. Default: 4.35 GFLOP, 12.7 MB.

@@ -148,7 +148,7 @@ class CnnRollout final : public Workload {
     return claim;
   }
 
-  // Compulsory work of one iteration (README "Declared work"). A flop is one add, multiply,
+  // Compulsory work of one iteration (docs/roofline.md, "Declared work"). A flop is one add, multiply,
   // divide, sqrt or erf. The M realizations count M times: they start from the same x0 and are
   // identical here only because the stochastic block of the original (which makes them differ) is
   // off. Per realization and step (T - 1 steps), plane = H W, p = k / 2:

@@ -96,7 +96,7 @@ class LiorStep final : public Workload {
     return claim;
   }
 
-  // Compulsory work of one iteration (README "Declared work"). A flop is one add, multiply,
+  // Compulsory work of one iteration (docs/roofline.md, "Declared work"). A flop is one add, multiply,
   // divide, max, sqrt. Per row: v_i^2, g_i * v_i^2 and the sum over n (3n), max, +eps, sqrt,
   // R * s (4), and the row's terms of the three sums (3); then the three means divide once each:
   //   flops = M (3n + 7) + 3

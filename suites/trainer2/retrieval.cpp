@@ -61,7 +61,7 @@ class Retrieval final : public Workload {
   }
   std::vector<PhaseInfo> phases() const override { return trainer2_phases({0, 4, 14}); }
 
-  // Compulsory work of one iteration (README "Declared work"). A flop is one add, multiply,
+  // Compulsory work of one iteration (docs/roofline.md, "Declared work"). A flop is one add, multiply,
   // divide, max, sqrt, exp. Per candidate (b, k): u = c - q, g u^2 and the sum over n (4n); max,
   // +eps, sqrt, R * spd, -beta * cost (5); softmax: running max, subtract, exp, sum, divide (5);
   // per (b, k, j) the mixing's multiply and add (2d):

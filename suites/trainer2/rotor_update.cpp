@@ -65,7 +65,7 @@ class RotorUpdate final : public Workload {
     return {{"theta", 1e-5, "fp32 atan2, hypot and one multiply-add per angle: a few ulp"}};
   }
   std::vector<PhaseInfo> phases() const override { return trainer2_phases({0, 2, 12}); }
-  // Compulsory work of one iteration (README "Declared work"). A flop is one add, multiply,
+  // Compulsory work of one iteration (docs/roofline.md, "Declared work"). A flop is one add, multiply,
   // divide, compare, sqrt, atan2, fmod. Per learnt angle (6): r = sqrt(u_i^2 + u_j^2) (4), r >= 1e-6
   // (1), atan2 (1), the product with r and the constant 0.01 eta (-delta) (2), the add (1); that
   // constant once (1); the wrap of each of the 8 slots: + pi, fmod, < 0, - pi (4):

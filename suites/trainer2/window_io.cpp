@@ -200,7 +200,7 @@ PB_INSTANTIATE(double)
 
 namespace pb::suites::trainer2 {
 
-// Declared work (README "Declared work"). A flop is one add, multiply, divide, max, compare, sqrt,
+// Declared work (docs/roofline.md, "Declared work"). A flop is one add, multiply, divide, max, compare, sqrt,
 // exp, cos, sin, atan2 or fmod. The flops are what the math of reference/trainer2/trainer2.hpp
 // needs, each distinct value computed once, not what the baseline does: a value that does not
 // change between the steps of a window (the query, the velocity, s, every candidate's distance)

@@ -2,7 +2,7 @@
 // PB_HOST_DEVICE marks a function that runs in a CUDA kernel and on the host: nvcc compiles it for
 // both, a plain C++ compiler sees an ordinary inline function. Per-element math that the fp64
 // oracle (reference/) and device code share is written once this way, so a host test runs the very
-// code a kernel runs (README.md, "CUDA without a GPU"). It lives in the harness, not in
+// code a kernel runs (docs/gpu.md, "CUDA without a GPU"). It lives in the harness, not in
 // backends/cuda/, because the oracle includes nothing from a backend.
 
 #ifndef PB_HOST_DEVICE
