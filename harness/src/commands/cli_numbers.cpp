@@ -7,15 +7,15 @@
 #include <cstdio>
 #include <type_traits>
 
+#include "common/number_text.hpp"
+
 namespace pb {
 namespace {
 
 template <typename Number>
 std::string number_text(Number value) {
   if constexpr (std::is_floating_point_v<Number>) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%g", value);
-    return text;
+    return format_significant(value, 6);  // printf's "%g"
   } else {
     return std::to_string(value);
   }

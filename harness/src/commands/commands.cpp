@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "commands/dump_manifest.hpp"
+#include "common/number_text.hpp"
 #include "phasebench/errors.hpp"
 #include "phasebench/files.hpp"
 #include "phasebench/npy.hpp"
@@ -20,10 +21,7 @@ namespace {
 
 std::string claim_text(const PhaseInfo& phase) {
   if (std::isnan(phase.claimed_min)) return "";
-  std::ostringstream text;
-  text << std::fixed << std::setprecision(2) << "claimed " << phase.claimed_min << "-"
-       << phase.claimed_max << "x";
-  return text.str();
+  return "claimed " + format_gain_range(phase.claimed_min, phase.claimed_max);
 }
 
 std::string needs_text(const PhaseInfo& phase) {

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <string>
 
+#include "common/number_text.hpp"
 #include "history/history_store.hpp"
 #include "history/history_trend.hpp"
 #include "results/merge.hpp"
@@ -25,24 +26,15 @@ std::string default_database() {
   return from_environment && *from_environment ? from_environment : "results/history.sqlite";
 }
 
-std::string percent(double fraction) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%+.1f%%", 100 * fraction);
-  return text;
-}
-
-std::string value_text(double value, bool ratio) {
-  char text[32];
-  std::snprintf(text, sizeof text, ratio ? "%.4g x ref" : "%.4g ms", value);
-  return text;
-}
+std::string value_text(double value, bool ratio) { return format_significant(value, 4) + (ratio ? " x ref" : " ms"); }
 
 void print_series(const history::Series& series, bool ratio) {
   std::cout << series.name() << (series.fingerprint.empty() ? "" : "  [machine " + series.fingerprint + "]") << "  "
             << series.points.size() << " runs, latest " << value_text(series.points.back().value, ratio) << "\n";
   for (const history::TrendStep& found : series.steps)
-    std::cout << "  step " << percent(found.step.relative_size) << " [" << percent(found.step.interval.low) << ", "
-              << percent(found.step.interval.high) << "] at run " << found.run_id << ", commits "
+    std::cout << "  step " << format_change_percent(found.step.relative_size) << " ["
+              << format_change_percent(found.step.interval.low) << ", "
+              << format_change_percent(found.step.interval.high) << "] at run " << found.run_id << ", commits "
               << found.commit_range << " (" << value_text(found.step.level_before, ratio) << " -> "
               << value_text(found.step.level_after, ratio) << ")\n";
 }

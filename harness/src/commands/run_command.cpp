@@ -23,6 +23,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/number_text.hpp"
 #include "report/claims_view.hpp"
 #include "engine/interference.hpp"
 #include "engine/fault_injection.hpp"
@@ -44,10 +45,6 @@ constexpr const char* kJournal = "journal";
 constexpr const char* kRecord = "record";
 constexpr const char* kResume = "resume";
 
-double seconds_since_epoch() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 // ---- the options, carried to the worker and kept for --resume --------------------------------------
 
 nlohmann::json options_json(const RunOptions& options, const std::string& out_dir) {
@@ -67,7 +64,7 @@ nlohmann::json options_json(const RunOptions& options, const std::string& out_di
           {"hang_timeout_s", options.hang_timeout_s},
           {"run_id", options.run_id},
           {"out", out_dir},
-          {"budget_started_at", seconds_since_epoch()}};
+          {"budget_started_at", detail::seconds_since_epoch()}};
 }
 
 RunOptions options_from_json(const nlohmann::json& json) {
@@ -91,17 +88,6 @@ RunOptions options_from_json(const nlohmann::json& json) {
 
 // ---- the summary on stdout -------------------------------------------------------------------------
 
-std::string format(double value, int precision = 3) {
-  if (std::isnan(value)) return "-";
-  std::ostringstream text;
-  text << std::setprecision(precision) << value;
-  return text.str();
-}
-
-std::string speedup_text(double value, double low, double high) {
-  if (std::isnan(value)) return "-";
-  return format(value) + " [" + format(low) + "," + format(high) + "]";
-}
 
 void print_summary(const std::vector<ResultRow>& rows) {
   size_t width = 40;
@@ -111,13 +97,14 @@ void print_summary(const std::vector<ResultRow>& rows) {
             << std::setw(8) << "syncs" << "ops\n";
   for (const ResultRow& row : rows) {
     std::cout << std::setw(static_cast<int>(width)) << results::row_name(row) << std::setw(12) << row.status << std::setw(11)
-              << format(row.median_ms) << std::setw(6) << (row.reps > 0 ? std::to_string(row.reps) : "-")
+              << format_table_number(row.median_ms) << std::setw(6) << (row.reps > 0 ? std::to_string(row.reps) : "-")
               << std::setw(28)
-              << speedup_text(row.speedup_vs_phase0, row.speedup_vs_phase0_ci_low, row.speedup_vs_phase0_ci_high)
+              << format_with_interval(row.speedup_vs_phase0, row.speedup_vs_phase0_ci_low, row.speedup_vs_phase0_ci_high)
               << std::setw(28)
-              << speedup_text(row.speedup_vs_reference, row.speedup_vs_reference_ci_low,
-                              row.speedup_vs_reference_ci_high)
-              << std::setw(7) << format(row.host_syncs_per_iter) << " " << format(row.ops_per_iter) << "\n";
+              << format_with_interval(row.speedup_vs_reference, row.speedup_vs_reference_ci_low,
+                                      row.speedup_vs_reference_ci_high)
+              << std::setw(7) << format_table_number(row.host_syncs_per_iter) << " "
+              << format_table_number(row.ops_per_iter) << "\n";
     if (!row.reason.empty()) std::cout << "    " << (row.status == Status::Ok ? "note" : "reason") << ": " << row.reason << "\n";
   }
 }
@@ -363,7 +350,7 @@ RunOptions take_over_resume_record(const fs::path& directory, const fs::path& re
   fs::copy(directory / kResume, record_dir, fs::copy_options::recursive);
   detail::RunRecord record = detail::read_run_record(record_dir);
   if (record.arguments.is_null()) throw InputError(directory.string() + "/resume has no arguments.json");
-  record.arguments["budget_started_at"] = seconds_since_epoch();  // the budget starts again
+  record.arguments["budget_started_at"] = detail::seconds_since_epoch();  // the budget starts again
   detail::RunRecorder(record_dir).arguments(record.arguments);
   return options_from_json(record.arguments);
 }

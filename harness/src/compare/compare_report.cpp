@@ -5,18 +5,13 @@
 #include <cstdio>
 #include <sstream>
 
+#include "common/number_text.hpp"
 #include "compare/compare.hpp"
 
 namespace pb::compare {
 namespace {
 
 using Cells = std::vector<std::vector<std::string>>;
-
-std::string printf_text(const char* format, double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, format, value);
-  return text;
-}
 
 std::string ratio_base_name(const Options& options) {
   return options.ratio_to == RatioBase::Reference ? "reference" : "phase 0";
@@ -26,22 +21,21 @@ std::string ratio_base_name(const Options& options) {
 // speedup users know from results.csv.
 std::string value_text(double value, const Options& options) {
   if (std::isnan(value)) return "-";
-  if (options.mode == Mode::Time) return printf_text("%.4g", value);
-  return printf_text("%.3gx", 1 / value);
+  if (options.mode == Mode::Time) return format_significant(value, 4);
+  return format_significant(1 / value, 3) + "x";
 }
-
-std::string percent(double fraction) { return printf_text("%+.1f%%", 100 * fraction); }
 
 std::string change_text(const RowComparison& rc) {
   if (std::isnan(rc.change)) return "-";
-  if (std::isnan(rc.change_ci.low)) return percent(rc.change);
-  return percent(rc.change) + " [" + percent(rc.change_ci.low) + ", " + percent(rc.change_ci.high) + "]";
+  if (std::isnan(rc.change_ci.low)) return format_change_percent(rc.change);
+  return format_change_percent(rc.change) + " [" + format_change_percent(rc.change_ci.low) + ", " +
+         format_change_percent(rc.change_ci.high) + "]";
 }
 
 // The Holm-adjusted p-value of the direction the median moved.
 std::string p_text(const RowComparison& rc) {
   const double p = rc.change >= 0 ? rc.p_slower_holm : rc.p_faster_holm;
-  return std::isnan(p) ? "-" : printf_text("%.2g", p);
+  return std::isnan(p) ? "-" : format_significant(p, 2);
 }
 
 std::string status_text(const RowComparison& rc) {
@@ -89,9 +83,9 @@ std::string settings_text(const Comparison& c) {
   const Options& o = c.options;
   std::string mode = o.mode == Mode::Time ? "time" : "ratio (time relative to " + ratio_base_name(o) + ")";
   if (o.metric == Metric::Cpu) mode += ", CPU time of the process";
-  if (o.fastest_pct < 100) mode += ", fastest " + printf_text("%g", o.fastest_pct) + "% of repetitions";
-  return "mode " + mode + ", threshold " + printf_text("%g", o.threshold_pct) + "%, alpha " +
-         printf_text("%g", o.alpha) + " (Holm over " + plural(c.tested, "tested row") + " of " +
+  if (o.fastest_pct < 100) mode += ", fastest " + format_significant(o.fastest_pct, 6) + "% of repetitions";
+  return "mode " + mode + ", threshold " + format_significant(o.threshold_pct, 6) + "%, alpha " +
+         format_significant(o.alpha, 6) + " (Holm over " + plural(c.tested, "tested row") + " of " +
          std::to_string(c.rows.size()) + ")";
 }
 
@@ -145,14 +139,14 @@ std::string markdown_table(const Cells& rows) {
 
 std::string method_text(const Comparison& c) {
   const std::string which = c.options.fastest_pct < 100
-                                ? " over its fastest " + printf_text("%g", c.options.fastest_pct) + "% of repetitions"
+                                ? " over its fastest " + format_significant(c.options.fastest_pct, 6) + "% of repetitions"
                                 : "";
   return "A row regresses when its median " + std::string(c.options.metric == Metric::Cpu ? "CPU time" : "time") +
          which +
          std::string(c.options.mode == Mode::Ratio ? " relative to " + ratio_base_name(c.options) : "") +
-         " grows by more than " + printf_text("%g", c.options.threshold_pct) +
+         " grows by more than " + format_significant(c.options.threshold_pct, 6) +
          "% and a one-sided Mann-Whitney U test on the repetition samples, Holm-corrected over the rows "
-         "tested, gives p <= " + printf_text("%g", c.options.alpha) +
+         "tested, gives p <= " + format_significant(c.options.alpha, 6) +
          ". A row that was not failing and now fails its check (FAIL, MISTRUSTED, ERROR) always fails "
          "the gate. The change's interval is a 95% bootstrap interval of the ratio of medians.";
 }

@@ -11,6 +11,8 @@
 #include <limits>
 #include <sstream>
 
+#include "common/number_text.hpp"
+
 namespace pb::interference {
 namespace {
 
@@ -93,12 +95,6 @@ nlohmann::json load_average() {
 
 namespace {
 
-std::string format(double value, int precision = 2) {
-  std::ostringstream text;
-  text << std::setprecision(precision) << value;
-  return text.str();
-}
-
 std::string threads_in_words(int threads) {
   return std::to_string(std::max(1, threads)) + (threads > 1 ? " threads" : " thread");
 }
@@ -127,10 +123,11 @@ std::string contention(const RowRepetitions& reps, int threads, int cores, doubl
   const double resolution = measured == 0 ? std::numeric_limits<double>::infinity()
                                           : (cores + 1) * counter_tick_seconds() * std::sqrt(double(measured)) / measured_s;
   const double beyond_spare = measured == 0 ? 0 : others_s / measured_s - spare;
-  if (beyond_spare >= kContentionCores + resolution) return "other work used " + format(others_s / measured_s) + of_cores;
+  if (beyond_spare >= kContentionCores + resolution)
+    return "other work used " + format_significant(others_s / measured_s, 2) + of_cores;
   if (beyond_spare + resolution < kContentionCores) return {};  // its own readings say no
   if (std::isnan(timing_stage_cores) || timing_stage_cores - spare < kContentionCores) return {};
-  return "other work used " + format(timing_stage_cores) + of_cores +
+  return "other work used " + format_significant(timing_stage_cores, 2) + of_cores +
          " (the timing stage's mean: its repetitions are too short to measure it on their own)";
 }
 
@@ -143,8 +140,9 @@ std::string clusters(std::vector<double> wall_ms) {
   for (size_t split = fewest; split + fewest <= n; ++split) {
     const double below = wall_ms[split - 1], above = wall_ms[split];
     if (below <= 0 || above / below < kClusterJump) continue;
-    return "repetitions in two clusters: " + std::to_string(split) + " near " + format(wall_ms[(split - 1) / 2], 3) +
-           " ms and " + std::to_string(n - split) + " near " + format(wall_ms[split + (n - split - 1) / 2], 3) + " ms";
+    const double below_middle = wall_ms[(split - 1) / 2], above_middle = wall_ms[split + (n - split - 1) / 2];
+    return "repetitions in two clusters: " + std::to_string(split) + " near " + format_significant(below_middle, 3) +
+           " ms and " + std::to_string(n - split) + " near " + format_significant(above_middle, 3) + " ms";
   }
   return {};
 }
@@ -166,10 +164,8 @@ std::string machine_state_in_words(const nlohmann::json& machine) {
   if (state.contains("stages") && state["stages"].contains("timing"))
     timing_others = state["stages"]["timing"].value("others_cores", 0.0);
   if (state.value("cores_to_itself", false)) return "quiet";
-  std::ostringstream words;
-  words << std::setprecision(2) << "busy: other work used " << timing_others << " cores while timing, " << disturbed
-        << (disturbed == 1 ? " row disturbed" : " rows disturbed");
-  return words.str();
+  return "busy: other work used " + format_significant(timing_others, 2) + " cores while timing, " +
+         std::to_string(disturbed) + (disturbed == 1 ? " row disturbed" : " rows disturbed");
 }
 
 }  // namespace pb::interference

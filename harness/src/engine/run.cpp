@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/number_text.hpp"
 #include "engine/case_runner.hpp"
 #include "engine/interference.hpp"
 #include "engine/progress.hpp"
@@ -16,11 +17,12 @@
 #include "engine/timing.hpp"
 
 namespace pb::detail {
-namespace {
 
 double seconds_since_epoch() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
+
+namespace {
 
 TimingPlan timing_plan(const RunOptions& options) {
   TimingPlan plan;
@@ -39,10 +41,9 @@ TimingPlan timing_plan(const RunOptions& options) {
 
 // "0.1;2.5e-07": numbers at full enough precision to plot, in one CSV cell.
 std::string join_numbers(const std::vector<double>& values) {
-  std::ostringstream text;
-  text.precision(4);
-  for (size_t i = 0; i < values.size(); ++i) text << (i ? ";" : "") << values[i];
-  return text.str();
+  std::string text;
+  for (size_t i = 0; i < values.size(); ++i) text += (i ? ";" : "") + format_significant(values[i], 4);
+  return text;
 }
 
 // "anxiety=3;phase_scale=4": operations per named region, in the order the regions opened.

@@ -18,6 +18,10 @@ namespace pb::detail {
 /// one selected (every speedup is measured against it), whatever the filter says.
 std::vector<Case> run_cases(const RunOptions& options);
 
+/// The wall clock, in seconds since the epoch: the clock of a run's time budget, which spans the
+/// run's processes.
+double seconds_since_epoch();
+
 struct RunHooks {
   /// Called before each step (a case's check, its warm-up, each timed repetition) with the case's
   /// row name and how long the step may take, in seconds: the worker's journal.

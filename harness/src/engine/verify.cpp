@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "common/number_text.hpp"
 #include "engine/case_runner.hpp"
 
 namespace pb {
@@ -17,13 +18,6 @@ bool fits(const Workload& workload, SizeClass size) {
   return workload.memory_bytes(size) < total / 4;
 }
 
-std::string short_number(double value) {
-  std::ostringstream text;
-  text.precision(3);
-  text << value;
-  return text.str();
-}
-
 // "rel_l2_err 3e-07 (tolerance 1e-05, output s)"; rollouts add where the error ended up, against
 // that step's budget.
 std::string describe_output(const OutputError& error) {
@@ -34,7 +28,7 @@ std::string describe_output(const OutputError& error) {
   text << ")";
   if (!error.step_errors.empty())
     text << ", last step " << error.step_errors.back()
-         << (error.step_budget.empty() ? "" : " (budget " + short_number(error.step_budget.back()) + ")");
+         << (error.step_budget.empty() ? "" : " (budget " + format_significant(error.step_budget.back(), 3) + ")");
   return text.str();
 }
 

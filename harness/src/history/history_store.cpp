@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/number_text.hpp"
 #include "phasebench/errors.hpp"
 #include "phasebench/files.hpp"
 #include "phasebench/stats.hpp"
@@ -23,9 +24,7 @@ namespace {
 // ---- values --------------------------------------------------------------------------------------
 SqlValue number(double value) {
   if (!std::isfinite(value)) return std::nullopt;
-  char text[40];
-  std::snprintf(text, sizeof text, "%.17g", value);
-  return std::string(text);
+  return format_significant(value, 17);
 }
 SqlValue text_or_null(const std::string& text) { return text.empty() ? SqlValue() : SqlValue(text); }
 std::string text_of(const SqlValue& value) { return value.value_or(""); }

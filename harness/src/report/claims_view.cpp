@@ -6,30 +6,14 @@
 #include <sstream>
 #include <tuple>
 
+#include "common/number_text.hpp"
 #include "phasebench/backend.hpp"
 #include "report/report_model.hpp"
 
 namespace pb {
 namespace {
 
-std::string number(double value, int precision = 3) {
-  if (std::isnan(value)) return "-";
-  std::ostringstream text;
-  text << std::setprecision(precision) << value;
-  return text.str();
-}
-
-std::string range(double low, double high) {
-  if (std::isnan(low)) return "-";
-  std::ostringstream text;
-  text << std::fixed << std::setprecision(2) << low << "-" << high << "x";
-  return text.str();
-}
-
-std::string with_interval(double value, double low, double high) {
-  if (std::isnan(value)) return "-";
-  return number(value) + " [" + number(low) + "," + number(high) + "]";
-}
+std::string range(double low, double high) { return std::isnan(low) ? "-" : format_gain_range(low, high); }
 
 using LadderKey = std::tuple<std::string, std::string, std::string, std::string, std::string>;
 
@@ -50,10 +34,10 @@ void print_phase(std::ostream& out, const ResultRow& row, const catalog::Workloa
                  const std::vector<const ResultRow*>& workload_rows, const catalog::Catalog& catalog) {
   out << "  " << std::setw(30) << (std::to_string(row.phase_index) + " " + row.phase + (row.exact ? "" : " (approx)"))
       << std::setw(13) << phase_claim(entry, row.phase_index) << std::setw(26)
-      << with_interval(row.speedup_vs_prev, row.speedup_vs_prev_ci_low, row.speedup_vs_prev_ci_high)
+      << format_with_interval(row.speedup_vs_prev, row.speedup_vs_prev_ci_low, row.speedup_vs_prev_ci_high)
       << std::setw(14) << verdict(row, workload_rows, catalog) << std::setw(26)
-      << with_interval(row.speedup_vs_phase0, row.speedup_vs_phase0_ci_low, row.speedup_vs_phase0_ci_high)
-      << (row.status == Status::Ok ? number(row.host_syncs_per_iter) : to_string(row.status)) << "\n";
+      << format_with_interval(row.speedup_vs_phase0, row.speedup_vs_phase0_ci_low, row.speedup_vs_phase0_ci_high)
+      << (row.status == Status::Ok ? format_table_number(row.host_syncs_per_iter) : to_string(row.status)) << "\n";
 }
 
 // The timed rows that frame the ladder: its first, the last one the whole-ladder claim covers,
@@ -83,15 +67,15 @@ void print_whole_ladder(std::ostream& out, const LadderEnds& ends, const PhaseIn
         << first.phase_index << ")\n";
   } else {
     out << "  whole ladder (phase " << first.phase_index << " -> " << last.phase_index << "): measured "
-        << with_interval(last.speedup_vs_phase0, last.speedup_vs_phase0_ci_low, last.speedup_vs_phase0_ci_high)
+        << format_with_interval(last.speedup_vs_phase0, last.speedup_vs_phase0_ci_low, last.speedup_vs_phase0_ci_high)
         << "; claimed " << (unknown.empty() ? range(claim.claimed_min, claim.claimed_max) : "unknown (" + unknown + ")")
         << (claim.name.empty() ? "" : " (" + claim.name + ")") << "\n";
   }
-  out << "  host syncs per iteration: " << number(first.host_syncs_per_iter) << " -> "
-      << number(last.host_syncs_per_iter) << "\n";
+  out << "  host syncs per iteration: " << format_table_number(first.host_syncs_per_iter) << " -> "
+      << format_table_number(last.host_syncs_per_iter) << "\n";
 }
 
-std::string percent(double share) { return std::isnan(share) ? "-" : number(100 * share, 3) + "%"; }
+std::string percent(double share) { return std::isnan(share) ? "-" : format_table_number(100 * share, 3) + "%"; }
 
 // Per-region claims (the seed's "67% fewer kernel launches in this function"): each phase that
 // claims a cut of one region's operations, beside the cut measured against phase 0's count.
@@ -100,7 +84,8 @@ void print_region_claims(std::ostream& out, const std::vector<const ResultRow*>&
     const auto check = report::check_region_claim(*row, rows, catalog);
     if (!check) continue;
     out << "  ops in region " << check->region << " (phase " << row->phase_index << " " << row->phase
-        << "): " << number(check->phase0_ops) << " -> " << number(check->ops) << " per iteration, measured "
+        << "): " << format_table_number(check->phase0_ops) << " -> " << format_table_number(check->ops)
+        << " per iteration, measured "
         << percent(check->measured_cut) << " fewer; claimed " << percent(check->claimed_cut) << " fewer\n";
   }
 }
@@ -113,7 +98,7 @@ void print_step_memory(std::ostream& out, const std::vector<const ResultRow*>& r
     out << "  memory held after each step, KiB (phase " << row->phase_index << " " << row->phase << "):";
     std::istringstream steps(row->step_memory_bytes);
     std::string bytes;
-    while (std::getline(steps, bytes, ';')) out << " " << number(std::stod(bytes) / 1024, 4);
+    while (std::getline(steps, bytes, ';')) out << " " << format_table_number(std::stod(bytes) / 1024, 4);
     out << "\n";
   }
 }
@@ -136,7 +121,7 @@ void print_ladder(std::ostream& out, const LadderKey& key, const std::vector<con
   // When the claimed ladder ends in approximate phases, what the exact arithmetic reaches.
   if (ends.first && ends.last && !ends.last->exact && ends.fastest_exact && ends.fastest_exact != ends.first)
     out << "  fastest exact phase: " << ends.fastest_exact->phase_index << " " << ends.fastest_exact->phase << ", "
-        << with_interval(ends.fastest_exact->speedup_vs_phase0, ends.fastest_exact->speedup_vs_phase0_ci_low,
+        << format_with_interval(ends.fastest_exact->speedup_vs_phase0, ends.fastest_exact->speedup_vs_phase0_ci_low,
                          ends.fastest_exact->speedup_vs_phase0_ci_high)
         << " vs phase 0\n";
 }

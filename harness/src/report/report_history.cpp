@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "common/number_text.hpp"
 #include "report/report.hpp"
 #include "report/report_html.hpp"
 #include "report/report_svg.hpp"
@@ -16,15 +17,7 @@ constexpr int kWidth = 560, kHeight = 240;
 constexpr size_t kMostRunLabels = 10;
 constexpr double kLeft = 64, kRight = kWidth - 16, kTop = 16, kBottom = kHeight - 40;
 
-std::string percent(double fraction) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%+.1f%%", 100 * fraction);
-  return text;
-}
-
 std::string value_text(double value, bool ratio) { return ratio ? format_ratio(value) + " ref" : format_ms(value); }
-
-std::string format_run_number(double value) { return std::to_string(static_cast<long long>(value + 0.5)); }
 
 // The runs the x axis labels: whole numbers only, each run at most once (a scale's own ticks fall
 // between runs, and rounded they labelled one run twice: "0 1 2 2"), at most about ten.
@@ -54,7 +47,7 @@ std::string chart(const history::Series& series, bool ratio) {
   const svg::Scale x{0, last, kLeft, kRight, false};
   svg::Canvas canvas(kWidth, kHeight, "chart", "trend of " + series.name());
   svg::y_axis(canvas, y, kLeft, kRight, ratio ? "time / reference" : "time (fastest quarter)", format_ms);
-  svg::x_axis_at(canvas, x, run_ticks(series.points.size()), kBottom, kTop, "run (oldest first)", format_run_number);
+  svg::x_axis_at(canvas, x, run_ticks(series.points.size()), kBottom, kTop, "run (oldest first)", format_number);
   std::vector<svg::Point> line;
   for (size_t i = 0; i < series.points.size(); ++i) line.emplace_back(x(static_cast<double>(i)), y(values[i]));
   canvas.polyline(line, "#0b5cab", "series thin");
@@ -67,7 +60,7 @@ std::string chart(const history::Series& series, bool ratio) {
   for (const history::TrendStep& found : series.steps) {
     const double at = x(static_cast<double>(found.step.index) - 0.5);
     canvas.line(at, kTop, at, kBottom, "step-mark", found.step.relative_size > 0 ? "#b3261e" : "#17602e");
-    canvas.text(at + 3, kTop + 10, percent(found.step.relative_size), "annotation");
+    canvas.text(at + 3, kTop + 10, format_change_percent(found.step.relative_size), "annotation");
   }
   return canvas.str();
 }
@@ -76,8 +69,9 @@ std::string steps_table(const history::Series& series, bool ratio, const std::st
   if (series.steps.empty()) return "<p class=\"note\">no step detected</p>";
   Table table({"step", "95% interval", "from", "to", "first run at the new level", "commits"});
   for (const history::TrendStep& found : series.steps) {
-    table.cell(percent(found.step.relative_size), "num")
-        .cell("[" + percent(found.step.interval.low) + ", " + percent(found.step.interval.high) + "]", "num")
+    table.cell(format_change_percent(found.step.relative_size), "num")
+        .cell("[" + format_change_percent(found.step.interval.low) + ", " + format_change_percent(found.step.interval.high) + "]",
+              "num")
         .cell(value_text(found.step.level_before, ratio), "num")
         .cell(value_text(found.step.level_after, ratio), "num")
         .cell(found.run_id)

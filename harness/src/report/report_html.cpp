@@ -23,25 +23,6 @@ std::string escape(const std::string& text) {
   return out;
 }
 
-std::string format_number(double value) {
-  if (std::isnan(value)) return "-";
-  char text[48];
-  const double magnitude = std::fabs(value);
-  if (magnitude < 1e-4 || magnitude >= 1e6) {  // exponents only where plain digits get unreadable
-    std::snprintf(text, sizeof text, "%.3g", value);
-    return text;
-  }
-  // Three significant digits in plain notation, trailing zeros dropped: 1000, 1.5, 0.000123.
-  const int decimals = std::max(0, 2 - static_cast<int>(std::floor(std::log10(magnitude))));
-  std::snprintf(text, sizeof text, "%.*f", decimals, value);
-  std::string out = text;
-  if (out.find('.') != std::string::npos) {
-    out.erase(out.find_last_not_of('0') + 1);
-    if (out.back() == '.') out.pop_back();
-  }
-  return out;
-}
-
 std::string format_ms(double ms) {
   if (std::isnan(ms)) return "-";
   const double magnitude = std::fabs(ms);

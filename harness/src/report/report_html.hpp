@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/number_text.hpp"
 #include "phasebench/status.hpp"
 
 namespace pb::report {
@@ -12,8 +13,8 @@ namespace pb::report {
 /// `text` safe inside HTML or SVG element content and attribute values.
 std::string escape(const std::string& text);
 
-/// Three significant digits, "-" for a missing value.
-std::string format_number(double value);
+/// The report's numbers: three significant digits, "-" for a missing value (number_text.hpp).
+using pb::format_number;
 /// A time given in milliseconds with a unit a reader takes in at a glance: "805 ns", "12.3 µs",
 /// "4.56 ms", "1.23 s".
 std::string format_ms(double ms);

@@ -12,6 +12,7 @@
 
 #include <csv.h>
 
+#include "common/number_text.hpp"
 #include "phasebench/errors.hpp"
 #include "phasebench/results.hpp"
 
@@ -19,13 +20,6 @@ namespace pb {
 namespace {
 
 // ---- cells ---------------------------------------------------------------------------------------
-
-std::string format_number(double value) {
-  if (std::isnan(value)) return "";
-  char text[32];
-  std::snprintf(text, sizeof text, "%.9g", value);
-  return text;
-}
 
 // Quoted when it holds a separator or a quote; newlines become spaces (one record per line).
 std::string quote_cell(std::string text) {
@@ -95,7 +89,7 @@ Field<Row> field(const char* name, Member Row::*member, bool required = true) {
     f.write = [member](const Row& row) { return quote_cell(row.*member); };
     f.read = [member](Row& row, const std::string& cell) { row.*member = cell; };
   } else if constexpr (std::is_same_v<Member, double>) {
-    f.write = [member](const Row& row) { return format_number(row.*member); };
+    f.write = [member](const Row& row) { return format_csv_number(row.*member); };
     f.read = [member](Row& row, const std::string& cell) { row.*member = parse_double(cell); };
   } else if constexpr (std::is_same_v<Member, Status>) {
     f.write = [member](const Row& row) { return std::string(to_string(row.*member)); };

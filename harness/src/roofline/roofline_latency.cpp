@@ -9,6 +9,7 @@
 #include <ostream>
 #include <vector>
 
+#include "common/number_text.hpp"
 #include "phasebench/workload.hpp"
 #include "roofline/roofline.hpp"
 
@@ -53,11 +54,7 @@ void split_over_threads(LatencyFloor& floor, int threads) {
   floor.ms /= threads;
 }
 
-std::string microseconds(double ms) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3g us", ms * 1e3);
-  return text;
-}
+std::string microseconds(double ms) { return format_significant(ms * 1e3, 3) + " us"; }
 
 }  // namespace
 
