@@ -1,8 +1,9 @@
 #pragma once
-// Other work on the machine, measured while phasebench measures (issue 29). On a shared machine a
-// row's repetitions can be slowed by processes that compete for the cores: on 2 busy cores, two
-// OpenMP threads that spin waiting for each other lose whole time slices (0.015 ms repetitions
-// became 68 ms). Such a row is not a regression, and neither is it a measurement: it is flagged.
+// Other work on the machine, measured while phasebench measures. On a shared machine a row's
+// repetitions can be slowed by processes that compete for the cores: on busy cores, two OpenMP
+// threads that spin waiting for each other lose whole time slices, and a repetition takes
+// thousands of times as long. Such a row is not a regression, and neither is it a measurement: it
+// is flagged.
 //
 // What is measured: the CPU time the whole machine spent busy (/proc/stat, steal included: time a
 // hypervisor gave to other guests) minus the CPU time of this process (/proc/self/stat, all its
@@ -71,7 +72,8 @@ struct RowRepetitions {
 /// the repetitions' lengths. Where the counters cannot decide over them either way (too short,
 /// or a mean within their resolution of the threshold), `timing_stage_cores` decides: other
 /// work's mean over the whole timing stage, whose interleaved schedule spreads every row's
-/// repetitions over it (NaN: not known, no verdict). CI's busy run slowed a row 12x unflagged.
+/// repetitions over it (NaN: not known, no verdict): without it, a busy machine slows a row of
+/// short repetitions many times over, unflagged.
 std::string disturbance(const RowRepetitions& reps, int threads, int cores,
                         double timing_stage_cores = std::numeric_limits<double>::quiet_NaN());
 

@@ -15,7 +15,7 @@ namespace pb::detail {
 namespace {
 
 // What Google Benchmark adds to a repetition around its iterations (registering, starting the
-// run, reporting), measured at about a millisecond here; counted so that a plan of thousands of
+// run, reporting), about a millisecond; counted with a margin so that a plan of thousands of
 // short repetitions is not underestimated.
 constexpr double kRepetitionOverheadSeconds = 0.002;
 constexpr int64_t kMaxIterationsPerRep = 1000000;

@@ -4,28 +4,24 @@
 // machine, so machine.json records them and who set them. Each is read by a library once, when
 // the process starts: the supervisors (`run`, `verify`) set them before they exec a worker.
 //
-// How OpenMP's idle threads wait, bounded (issue 29). libgomp's threads spin 300,000 times at a
-// barrier before they sleep: on a machine whose cores are all busy, a 2-thread row's threads then
-// spin for a partner that holds no core, and a 0.025 ms iteration took 24 ms. With
-// GOMP_SPINCOUNT=1000 they sleep after about 50 us instead: measured on this project's 2-core
-// machine, the idle times of trainer2/lior_step's threaded rows stayed within their noise and the
-// collapse under load shrank from 950x to 11x (docs/regression-gate.md, "Threads that wait").
-// 1000 made a few LibTorch rows 25% slower on an idle machine (waits longer than ~50 us); 10000
-// kept every row of the small suite within -19%..+5% of libgomp's default idle (median -7%) and
-// still removed the collapse (23.7 ms -> 0.40 ms for that iteration).
+// How OpenMP's idle threads wait, bounded. libgomp's threads spin 300,000 times at a barrier
+// before they sleep: on a machine whose cores are all busy, a 2-thread row's threads then spin for
+// a partner that holds no core, and an iteration takes a thousand times as long. A bounded spin
+// count makes them sleep after tens of microseconds instead, which removes that collapse; a count
+// too low slows rows that wait briefly on an idle machine, so the bound is high enough to keep
+// idle rows as fast as with libgomp's default (docs/regression-gate.md, "Threads that wait").
 // Kokkos' OpenMP back end, oneDNN and LibTorch here all use libgomp, so one setting covers them.
 //
-// Freed memory kept for reuse (issue 28). glibc serves every block above its mmap threshold (at
-// most 32 MiB) with a mapping of its own and unmaps it when freed, so the next step's allocation
-// of the same size faults every page in again, zeroed by the kernel. The seeds' phase-0 code
-// allocates its tensors anew every step (trainer2's 36 MB candidate batch, 64 times a window); in
-// a KVM guest, where page faults are expensive, checking trainer2 at the default size
-// took 382 s, 11.6x the 33 s it takes with freed memory kept, and the rows measured the machine's
-// page faults more than the code. PyTorch's caching allocator does the same on a GPU (the seeds'
-// setting), jemalloc and tcmalloc on a CPU. glibc.malloc.mmap_max=0 serves every block from the
-// heap; trim_threshold keeps freed heap memory instead of returning it. A user who wants glibc's
-// own behaviour sets any glibc.malloc tunable or MALLOC_*_ variable (GLIBC_TUNABLES=
-// glibc.malloc.mmap_max=65536 is glibc's default).
+// Freed memory kept for reuse. glibc serves every block above its mmap threshold (at most 32 MiB)
+// with a mapping of its own and unmaps it when freed, so the next step's allocation of the same
+// size faults every page in again, zeroed by the kernel. The seeds' phase-0 code allocates its
+// tensors anew every step (trainer2's candidate batch, many times a window); in a virtual machine,
+// where page faults are expensive, the rows then measure the machine's page faults more than the
+// code, and checking takes many times as long. PyTorch's caching allocator does the same on a GPU
+// (the seeds' setting), jemalloc and tcmalloc on a CPU. glibc.malloc.mmap_max=0 serves every
+// block from the heap; trim_threshold keeps freed heap memory instead of returning it. A user who
+// wants glibc's own behaviour sets any glibc.malloc tunable or MALLOC_*_ variable
+// (GLIBC_TUNABLES=glibc.malloc.mmap_max=65536 is glibc's default).
 
 #include <nlohmann/json.hpp>
 

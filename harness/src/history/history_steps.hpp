@@ -15,9 +15,8 @@ namespace pb::history {
 
 struct StepOptions {
   // gamma = penalty_scale * noise * ln(n), noise the series' robust noise estimate (log units).
-  // 8 keeps flat series made of real repetitions of the loaded development machine at <= 1% false
-  // steps (4 gave 4% in CPU time, with the median of all repetitions as the run's point);
-  // tests/history_steps_test.cpp measures it, docs/history.md quotes it.
+  // 8 keeps false steps rare in flat series made of real repetitions on a loaded machine, where
+  // half of it does not; tests/history_steps_test.cpp measures it, docs/history.md quotes it.
   double penalty_scale = 8.0;
   // Levels closer than this (relative) are not reported as a step: below it a change is not worth
   // a person's time, whatever its significance.
@@ -42,8 +41,9 @@ std::vector<double> recorded_times(const std::vector<double>& repetitions);
 
 /// The point of one row of one run in its series, what the history stores: the median of the
 /// fastest quarter of its repetitions (at least 3; stats::fastest). Other work on the machine only
-/// ever adds time to a repetition, and on a busy machine a run's median lands 20-50% high now and
-/// then; its fastest quarter is the part such work left alone. NaN without a finite repetition.
+/// ever adds time to a repetition, and on a busy machine a run's median lands tens of percent high
+/// now and then; its fastest quarter is the part such work left alone. NaN without a finite
+/// repetition.
 double run_point(const std::vector<double>& repetitions);
 
 /// Robust noise of `log_values` (one standard deviation): the upper quartile of the absolute

@@ -20,7 +20,7 @@ constexpr double kLeft = 64, kRight = kWidth - 16, kTop = 16, kBottom = kHeight 
 std::string value_text(double value, bool ratio) { return ratio ? format_ratio(value) + " ref" : format_ms(value); }
 
 // The runs the x axis labels: whole numbers only, each run at most once (a scale's own ticks fall
-// between runs, and rounded they labelled one run twice: "0 1 2 2"), at most about ten.
+// between runs, and rounded they would label one run twice: "0 1 2 2"), at most about ten.
 std::vector<double> run_ticks(size_t runs) {
   const size_t stride = std::max<size_t>(1, (runs + kMostRunLabels - 1) / kMostRunLabels);
   std::vector<double> ticks;

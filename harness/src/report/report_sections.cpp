@@ -636,7 +636,7 @@ Facts machine_facts(const nlohmann::json& machine) {
               {"git commit", top_text(machine, "git_commit")},
               {"threads", top_text(machine, "threads")},
               {"OMP_NUM_THREADS", machine_text(machine, "environment", "OMP_NUM_THREADS")}};
-  // Only where recorded (runs before issue 29 have neither).
+  // Only where recorded (older runs have neither).
   if (const std::string state = interference::machine_state_in_words(machine); !state.empty())
     facts.emplace_back("other work on the machine", state);
   if (const std::string spin = machine_text(machine, "environment", "GOMP_SPINCOUNT"); !spin.empty() && spin != "-")
