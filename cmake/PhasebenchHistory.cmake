@@ -19,7 +19,7 @@ endif()
 # Adds the history's database libraries and the PostgreSQL side that fits them to `target`.
 function(phasebench_add_history_backends target)
   target_link_libraries(${target} PUBLIC ${PHASEBENCH_SQLITE_TARGET})
-  set(dir ${PROJECT_SOURCE_DIR}/harness/src/history_backends)
+  set(dir ${PROJECT_SOURCE_DIR}/harness/src/history/backends)
   if(LIBPQ_FOUND)
     target_sources(${target} PRIVATE ${dir}/history_postgresql.cpp)
     target_link_libraries(${target} PUBLIC PkgConfig::LIBPQ)

@@ -19,7 +19,7 @@
 #include "phasebench/counters.hpp"
 #include "phasebench/results.hpp"
 #include "process.hpp"
-#include "report_model.hpp"
+#include "report/report_model.hpp"
 #include "suites/adaptive/dynamics_step.hpp"
 
 namespace pb {

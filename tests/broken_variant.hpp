@@ -6,7 +6,7 @@
 #include <deque>
 #include <string>
 
-#include "case_runner.hpp"
+#include "engine/case_runner.hpp"
 #include "phasebench/runner.hpp"
 
 namespace pb::testing {

@@ -6,7 +6,7 @@
 
 #include <sstream>
 
-#include "claims_view.hpp"
+#include "report/claims_view.hpp"
 #include "crafted_runs.hpp"
 #include "phasebench/results.hpp"
 

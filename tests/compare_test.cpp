@@ -7,7 +7,7 @@
 #include <cmath>
 #include <fstream>
 
-#include "compare.hpp"
+#include "compare/compare.hpp"
 #include "crafted_runs.hpp"
 #include "phasebench/backend.hpp"
 #include "phasebench/errors.hpp"

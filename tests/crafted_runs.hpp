@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "catalog.hpp"
+#include "results/catalog.hpp"
 #include "phasebench/results.hpp"
 #include "phasebench/rng.hpp"
 #include "process.hpp"

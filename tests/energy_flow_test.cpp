@@ -16,7 +16,7 @@
 #include <set>
 
 #include "broken_variant.hpp"
-#include "case_runner.hpp"
+#include "engine/case_runner.hpp"
 #include "optimized/energy_flow/aggregate_bodies.hpp"
 #include "phasebench/backend.hpp"
 #include "phasebench/check.hpp"

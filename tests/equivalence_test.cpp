@@ -8,7 +8,7 @@
 #include <set>
 
 #include "broken_variant.hpp"
-#include "case_runner.hpp"
+#include "engine/case_runner.hpp"
 #include "phasebench/runner.hpp"
 #include "reference/trainer2/lior_step.hpp"
 #include "suites/trainer2/lior_step_outputs.hpp"

@@ -12,8 +12,8 @@
 #include "crafted_runs.hpp"
 #include "phasebench/errors.hpp"
 #include "phasebench/runner.hpp"
-#include "results_model.hpp"
-#include "slowdown_injection.hpp"
+#include "results/results_model.hpp"
+#include "engine/slowdown_injection.hpp"
 
 namespace pb {
 namespace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "broken_variant.hpp"
-#include "case_runner.hpp"
+#include "engine/case_runner.hpp"
 #include "optimized/common/simd_math.hpp"
 #include "optimized/geometry/bayesian-cuda.cuh"
 #include "optimized/geometry/hamiltonian-cuda.cuh"

@@ -11,7 +11,7 @@
 #include <limits>
 
 #include "broken_variant.hpp"
-#include "case_runner.hpp"
+#include "engine/case_runner.hpp"
 #include "optimized/geometry/lior_memory_conv_bodies.hpp"
 #include "phasebench/backend.hpp"
 #include "phasebench/results.hpp"

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "broken_variant.hpp"
-#include "case_runner.hpp"
+#include "engine/case_runner.hpp"
 #include "optimized/geometry/complex_metric_ladder.hpp"
 #include "optimized/geometry/mamba_conjugate_ladder.hpp"
 #include "phasebench/backend.hpp"

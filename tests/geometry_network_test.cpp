@@ -14,7 +14,7 @@
 #include <memory>
 
 #include "broken_variant.hpp"
-#include "case_runner.hpp"
+#include "engine/case_runner.hpp"
 #include "optimized/geometry/christoffel-cuda.cuh"
 #include "optimized/geometry/lior_optimizer_step-cuda.cuh"
 #include "phasebench/backend.hpp"

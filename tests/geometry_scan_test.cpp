@@ -14,7 +14,7 @@
 #include <set>
 
 #include "broken_variant.hpp"
-#include "case_runner.hpp"
+#include "engine/case_runner.hpp"
 #include "phasebench/check.hpp"
 #include "tests/cuda/cuda_plan.hpp"
 #include "tests/cuda/host_executor.hpp"

@@ -16,7 +16,7 @@
 #include <algorithm>
 #include <map>
 
-#include "history_steps.hpp"
+#include "history/history_steps.hpp"
 #include "phasebench/results.hpp"
 #include "phasebench/rng.hpp"
 

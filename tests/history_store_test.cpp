@@ -10,10 +10,10 @@
 #include <sstream>
 
 #include "crafted_runs.hpp"
-#include "history_store.hpp"
-#include "history_trend.hpp"
+#include "history/history_store.hpp"
+#include "history/history_trend.hpp"
 #include "phasebench/stats.hpp"
-#include "results_model.hpp"
+#include "results/results_model.hpp"
 #include "throwaway_postgres.hpp"
 
 namespace pb::testing {

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "crafted_runs.hpp"
-#include "results_model.hpp"
+#include "results/results_model.hpp"
 
 namespace pb {
 namespace {

@@ -11,7 +11,7 @@
 #include <cmath>
 #include <thread>
 
-#include "interference.hpp"
+#include "engine/interference.hpp"
 
 namespace pb::interference {
 namespace {

@@ -11,7 +11,7 @@
 #include <map>
 #include <optional>
 
-#include "case_runner.hpp"
+#include "engine/case_runner.hpp"
 #include "phasebench/results.hpp"
 #include "phasebench/runner.hpp"
 #include "process.hpp"

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "process.hpp"
-#include "progress.hpp"
+#include "engine/progress.hpp"
 
 namespace pb {
 namespace {

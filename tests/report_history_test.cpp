@@ -5,7 +5,7 @@
 
 #include <regex>
 
-#include "report_history.hpp"
+#include "report/report_history.hpp"
 
 namespace pb::report {
 namespace {

@@ -19,11 +19,11 @@
 #include "phasebench/results.hpp"
 #include "crafted_runs.hpp"
 #include "process.hpp"
-#include "report.hpp"
-#include "report_html.hpp"
-#include "report_sections.hpp"
-#include "report_svg.hpp"
-#include "results_model.hpp"
+#include "report/report.hpp"
+#include "report/report_html.hpp"
+#include "report/report_sections.hpp"
+#include "report/report_svg.hpp"
+#include "results/results_model.hpp"
 
 namespace pb {
 namespace {

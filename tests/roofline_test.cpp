@@ -14,8 +14,8 @@
 #include "phasebench/machine.hpp"
 #include "phasebench/results.hpp"
 #include "process.hpp"
-#include "results_model.hpp"
-#include "roofline.hpp"
+#include "results/results_model.hpp"
+#include "roofline/roofline.hpp"
 
 namespace pb {
 namespace {

@@ -11,11 +11,11 @@
 #include <fstream>
 #include <thread>
 
-#include "catalog.hpp"
+#include "results/catalog.hpp"
 #include "phasebench/backend.hpp"
 #include "phasebench/results.hpp"
 #include "process.hpp"
-#include "results_model.hpp"
+#include "results/results_model.hpp"
 
 namespace pb {
 namespace {

@@ -11,8 +11,8 @@
 #include <set>
 
 #include "process.hpp"
-#include "run_record.hpp"
-#include "timing.hpp"
+#include "engine/run_record.hpp"
+#include "engine/timing.hpp"
 
 namespace pb::detail {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "phasebench/backend.hpp"
 #include "process.hpp"
-#include "results_model.hpp"
+#include "results/results_model.hpp"
 
 namespace pb {
 namespace {

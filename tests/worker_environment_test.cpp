@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "worker_environment.hpp"
+#include "engine/worker_environment.hpp"
 #include "process.hpp"
 
 namespace pb::worker_environment {

@@ -12,7 +12,7 @@
 
 #include "backends/cuda/device_probe.hpp"
 #include "phasebench/backend.hpp"
-#include "roofline.hpp"
+#include "roofline/roofline.hpp"
 
 namespace pb {
 namespace {

@@ -2,10 +2,10 @@
 // the rows-against-catalog check, the claims it derives), then compared with and united with
 // itself, as merge does.
 
-#include "catalog.hpp"
+#include "results/catalog.hpp"
 #include "fuzz_input.hpp"
 #include "fuzz_run.hpp"
-#include "results_model.hpp"
+#include "results/results_model.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto& dir = pb::fuzz::crafted_run_directory("catalog-run");

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "catalog.hpp"
+#include "results/catalog.hpp"
 #include "fuzz_input.hpp"
 #include "phasebench/results.hpp"
 

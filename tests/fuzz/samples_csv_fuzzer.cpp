@@ -3,7 +3,7 @@
 
 #include "fuzz_input.hpp"
 #include "fuzz_run.hpp"
-#include "results_model.hpp"
+#include "results/results_model.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto& dir = pb::fuzz::crafted_run_directory("samples-run");

@@ -1,0 +1,370 @@
+// `compare`: matching rows, testing each for a change, and the verdicts (compare.hpp).
+
+#include "compare/compare.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+#include "phasebench/errors.hpp"
+#include "phasebench/backend.hpp"
+
+namespace pb::compare {
+using results::row_key;
+using results::row_name;
+using results::RunData;
+
+namespace {
+
+// ---- what is compared per row --------------------------------------------------------------------
+
+struct Measurement {
+  enum class State { Available, NoSamples, IsRatioBase } state = State::NoSamples;
+  std::vector<double> values;
+};
+
+// The row's repetitions in the metric compared; nullptr when there are none (or, for CPU time,
+// when the file predates the cpu_ms column).
+const std::vector<double>* samples_of(const RunData& run, const ResultRow& row, Metric metric) {
+  const auto& by_key = metric == Metric::Cpu ? run.cpu_samples : run.samples;
+  const auto found = by_key.find(row_key(row));
+  if (found == by_key.end() || found->second.empty()) return nullptr;
+  const auto& values = found->second;
+  if (std::any_of(values.begin(), values.end(), [](double v) { return std::isnan(v); })) return nullptr;
+  return &values;
+}
+
+// The row `row` is divided by in ratio mode: the workload's serial reference, or the lowest timed
+// phase of the same backend and device (results::baselines_of). Only rows timed in the metric qualify.
+const ResultRow* ratio_base_of(const RunData& run, const ResultRow& row, RatioBase base, Metric metric) {
+  const auto timed = [&](const ResultRow& other) { return other.status == Status::Ok && samples_of(run, other, metric); };
+  const results::Baselines bases = results::baselines_of(row, results::pointers_to(run.rows), timed);
+  return base == RatioBase::Reference ? bases.reference : bases.first;
+}
+
+// Time relative to the ratio base. Repetition k of two rows of one run ran in the same
+// interleaved round, so they are divided pairwise and drift cancels; rows from different runs
+// (a merged fleet run) are divided by the base's median instead.
+std::vector<double> relative_times(const std::vector<double>& times, const std::vector<double>& base,
+                                   bool same_run) {
+  std::vector<double> relative;
+  const double base_median = stats::median(base);
+  const bool paired = same_run && times.size() == base.size();
+  for (size_t k = 0; k < times.size(); ++k) relative.push_back(times[k] / (paired ? base[k] : base_median));
+  return relative;
+}
+
+Measurement measure(const RunData& run, const ResultRow& row, const Options& options) {
+  Measurement measurement;
+  const std::vector<double>* times = samples_of(run, row, options.metric);
+  if (!times) return measurement;
+  if (options.mode == Mode::Time) {
+    measurement.state = Measurement::State::Available;
+    measurement.values = stats::fastest(*times, options.fastest_pct);
+    return measurement;
+  }
+  const ResultRow* base = ratio_base_of(run, row, options.ratio_to, options.metric);
+  if (!base) return measurement;  // nothing to divide by: untested
+  const std::vector<double>& base_times = *samples_of(run, *base, options.metric);
+  if (row_key(*base) == row_key(row)) {
+    measurement.state = Measurement::State::IsRatioBase;
+    return measurement;
+  }
+  measurement.state = Measurement::State::Available;
+  if (options.fastest_pct >= 100) {
+    measurement.values = relative_times(*times, base_times, base->run_id == row.run_id);
+  } else {  // undisturbed repetitions of the row over the base's undisturbed level
+    const std::vector<double> base_fastest = stats::fastest(base_times, options.fastest_pct);
+    measurement.values = relative_times(stats::fastest(*times, options.fastest_pct), base_fastest, false);
+  }
+  return measurement;
+}
+
+// ---- one row -------------------------------------------------------------------------------------
+
+// Rows without samples still show the medians results.csv recorded (wall time mode only).
+void add_recorded_medians(RowComparison& rc, const Options& options) {
+  if (options.mode != Mode::Time || options.metric != Metric::Wall) return;
+  if (rc.base) rc.base_value = rc.base->median_ms;
+  if (rc.fresh) rc.new_value = rc.fresh->median_ms;
+  if (!std::isnan(rc.base_value) && !std::isnan(rc.new_value)) rc.change = rc.new_value / rc.base_value - 1;
+}
+
+void test_change(RowComparison& rc, const std::vector<double>& base, const std::vector<double>& fresh) {
+  rc.base_value = stats::median(base);
+  rc.new_value = stats::median(fresh);
+  rc.base_reps = static_cast<int>(base.size());
+  rc.new_reps = static_cast<int>(fresh.size());
+  // "Speedup of BASE over NEW" is NEW's median over BASE's: how much slower NEW is, with a
+  // bootstrap interval that resamples both sets.
+  const stats::Ratio slowdown = stats::speedup(fresh, base);
+  rc.change = slowdown.value - 1;
+  rc.change_ci = {slowdown.ci.low - 1, slowdown.ci.high - 1};
+  rc.p_slower = stats::mann_whitney_p_greater(base, fresh);
+  rc.p_faster = stats::mann_whitney_p_greater(fresh, base);
+}
+
+// Statuses first: a correctness change decides the verdict whatever the times say. Returns
+// whether the row still needs a timing test.
+bool classify_by_status(RowComparison& rc) {
+  if (!rc.base) {
+    rc.verdict = is_failure(rc.fresh->status) ? Verdict::NewFailure : Verdict::New;
+    return false;
+  }
+  if (!rc.fresh) {
+    rc.verdict = Verdict::Missing;
+    return false;
+  }
+  const bool failed_before = is_failure(rc.base->status), fails_now = is_failure(rc.fresh->status);
+  if (fails_now) rc.verdict = failed_before ? Verdict::StillFailing : Verdict::Broken;
+  else if (failed_before) rc.verdict = Verdict::Fixed;
+  else if (rc.base->status != Status::Ok || rc.fresh->status != Status::Ok) rc.verdict = Verdict::NotTimed;
+  else return true;
+  return false;
+}
+
+// Returns whether the row joins the family of rank tests.
+bool compare_row(RowComparison& rc, const RunData& base, const RunData& fresh, const Options& options) {
+  if (!classify_by_status(rc)) {
+    add_recorded_medians(rc, options);
+    return false;
+  }
+  if (!rc.base->disturbed.empty() || !rc.fresh->disturbed.empty()) {
+    rc.verdict = Verdict::Disturbed;  // neither a regression nor an improvement: not a measurement
+    add_recorded_medians(rc, options);
+    return false;
+  }
+  const Measurement before = measure(base, *rc.base, options), after = measure(fresh, *rc.fresh, options);
+  using State = Measurement::State;
+  if (before.state == State::IsRatioBase || after.state == State::IsRatioBase) {
+    rc.verdict = Verdict::RatioBase;
+    return false;
+  }
+  if (before.state != State::Available || after.state != State::Available) {
+    rc.verdict = Verdict::Untested;
+    add_recorded_medians(rc, options);
+    return false;
+  }
+  test_change(rc, before.values, after.values);
+  return true;
+}
+
+Verdict timing_verdict(const RowComparison& rc, const Options& options) {
+  const double threshold = options.threshold_pct / 100;
+  const bool slower = rc.p_slower_holm <= options.alpha, faster = rc.p_faster_holm <= options.alpha;
+  if (slower && rc.change > threshold) return Verdict::Regression;
+  if (faster && rc.change < -threshold) return Verdict::Improved;
+  if (slower) return Verdict::Slower;
+  if (faster) return Verdict::Faster;
+  if (std::abs(rc.change) > threshold) return Verdict::Noisy;
+  return Verdict::Unchanged;
+}
+
+void apply_holm(Comparison& comparison, const std::vector<size_t>& tested) {
+  std::vector<double> slower, faster;
+  for (size_t i : tested) {
+    slower.push_back(comparison.rows[i].p_slower);
+    faster.push_back(comparison.rows[i].p_faster);
+  }
+  const std::vector<double> slower_holm = stats::holm_adjust(slower), faster_holm = stats::holm_adjust(faster);
+  for (size_t j = 0; j < tested.size(); ++j) {
+    RowComparison& rc = comparison.rows[tested[j]];
+    rc.p_slower_holm = slower_holm[j];
+    rc.p_faster_holm = faster_holm[j];
+    rc.verdict = timing_verdict(rc, comparison.options);
+  }
+  comparison.tested = static_cast<int>(tested.size());
+}
+
+// ---- matching and warnings -----------------------------------------------------------------------
+
+std::vector<RowComparison> match_rows(const RunData& base, const RunData& fresh) {
+  std::map<std::string, RowComparison> by_key;
+  for (const ResultRow& row : base.rows) by_key[row_key(row)].base = row;
+  for (const ResultRow& row : fresh.rows) by_key[row_key(row)].fresh = row;
+  std::vector<RowComparison> rows;
+  for (auto& [key, rc] : by_key) {
+    rc.name = row_name(rc.fresh ? *rc.fresh : *rc.base);
+    rows.push_back(std::move(rc));
+  }
+  const auto order = [](const RowComparison& rc) {
+    const ResultRow& r = rc.fresh ? *rc.fresh : *rc.base;
+    return std::tie(r.suite, r.workload, r.size, r.backend, r.device, r.phase_index);
+  };
+  std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) { return order(a) < order(b); });
+  return rows;
+}
+
+void warn_about_machines(Comparison& comparison) {
+  const std::string& a = comparison.base_fingerprint;
+  const std::string& b = comparison.new_fingerprint;
+  if (comparison.options.mode != Mode::Time) return;
+  if (a.empty() || b.empty())
+    comparison.warnings.push_back("no machine fingerprint for " +
+                                  (a.empty() ? comparison.base_label : comparison.new_label) +
+                                  " (machine.json missing): cannot tell whether the times are comparable");
+  else if (a != b)
+    comparison.warnings.push_back("the runs come from different machines (fingerprints " + a + " and " + b +
+                                  "): absolute times are not comparable; use --mode ratio");
+}
+
+// The smallest p-value a rank test can reach with n and m samples: 1 / C(n+m, n).
+double smallest_p(int n, int m) {
+  return std::exp(std::lgamma(n + 1.0) + std::lgamma(m + 1.0) - std::lgamma(n + m + 1.0));
+}
+
+// A row with too few repetitions can never be flagged: say so rather than pass silently.
+void warn_about_power(Comparison& comparison) {
+  if (comparison.tested == 0) return;
+  const double needed = comparison.options.alpha / comparison.tested;
+  int powerless = 0, fewest = 0;
+  for (const RowComparison& rc : comparison.rows) {
+    if (std::isnan(rc.p_slower) || smallest_p(rc.base_reps, rc.new_reps) <= needed) continue;
+    ++powerless;
+    fewest = fewest ? std::min(fewest, std::min(rc.base_reps, rc.new_reps)) : std::min(rc.base_reps, rc.new_reps);
+  }
+  int enough = 2;
+  while (smallest_p(enough, enough) > needed) ++enough;
+  const double kept = comparison.options.fastest_pct / 100;  // --fastest compares only these
+  if (powerless)
+    comparison.warnings.push_back(std::to_string(powerless) + " of " + std::to_string(comparison.tested) +
+                                  " rows have too few repetitions compared (as few as " + std::to_string(fewest) +
+                                  ") for any slowdown to be significant after the correction for " +
+                                  std::to_string(comparison.tested) + " rows; run with --reps " +
+                                  std::to_string(static_cast<int>(std::ceil(enough / kept))) + " or more");
+}
+
+void warn_about_rows(Comparison& comparison) {
+  int matched = 0, threads_differ = 0, untested = 0, devices = 0, disturbed = 0;
+  for (const RowComparison& rc : comparison.rows) {
+    matched += rc.base && rc.fresh;
+    if (rc.base && rc.fresh && rc.fresh->device != "cpu" && !std::isnan(rc.p_slower)) ++devices;
+    if (rc.base && rc.fresh && rc.base->threads != rc.fresh->threads) ++threads_differ;
+    if (rc.verdict == Verdict::Untested) ++untested;
+    if (rc.verdict == Verdict::Disturbed) ++disturbed;
+  }
+  if (disturbed)
+    comparison.warnings.push_back(std::to_string(disturbed) +
+                                  " rows were disturbed by other work on the machine in one run or both (column "
+                                  "`disturbed`): their times are not judged; measure them again on a quieter machine");
+  if (matched == 0 && !comparison.rows.empty())
+    comparison.warnings.push_back("no row of the base matches a row of the new run (another --size or suite?)");
+  if (threads_differ)
+    comparison.warnings.push_back(std::to_string(threads_differ) + " rows ran with a different thread count");
+  if (untested)
+    comparison.warnings.push_back(std::to_string(untested) + " rows are OK on both sides but have no samples" +
+                                  (comparison.options.metric == Metric::Cpu ? " in CPU time" : "") +
+                                  (comparison.options.mode == Mode::Ratio ? " or no timed ratio base" : "") +
+                                  ": not tested" +
+                                  (comparison.options.metric == Metric::Cpu
+                                       ? " (runs written before phasebench recorded cpu_ms have none)"
+                                       : ""));
+  if (devices && comparison.options.metric == Metric::Cpu)
+    comparison.warnings.push_back(std::to_string(devices) +
+                                  " rows ran on a device: their CPU time leaves out the time the host waited "
+                                  "for it, so --metric cpu does not see the device's work slow down");
+}
+
+}  // namespace
+
+// ---- public --------------------------------------------------------------------------------------
+
+std::string verdict_name(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::Regression: return "REGRESSION";
+    case Verdict::Broken: return "BROKEN";
+    case Verdict::NewFailure: return "NEW FAILURE";
+    case Verdict::StillFailing: return "still failing";
+    case Verdict::Fixed: return "fixed";
+    case Verdict::Improved: return "improved";
+    case Verdict::Slower: return "slower, within threshold";
+    case Verdict::Faster: return "faster, within threshold";
+    case Verdict::Noisy: return "noisy, not significant";
+    case Verdict::Unchanged: return "unchanged";
+    case Verdict::New: return "new";
+    case Verdict::Missing: return "missing";
+    case Verdict::NotTimed: return "not timed";
+    case Verdict::Untested: return "untested";
+    case Verdict::RatioBase: return "ratio base";
+    case Verdict::Disturbed: return "disturbed, not judged";
+  }
+  return "?";
+}
+
+bool fails_gate(Verdict verdict) {
+  return verdict == Verdict::Regression || verdict == Verdict::Broken || verdict == Verdict::NewFailure;
+}
+
+int Comparison::count(Verdict verdict) const {
+  return static_cast<int>(std::count_if(rows.begin(), rows.end(), [&](const auto& rc) { return rc.verdict == verdict; }));
+}
+
+bool Comparison::failed() const {
+  return std::any_of(rows.begin(), rows.end(), [](const auto& rc) { return fails_gate(rc.verdict); });
+}
+
+namespace {
+
+// A run with no CPU time at all cannot be compared in it: better said at once than every row
+// reported untested.
+void require_cpu_times(const RunData& run) {
+  for (const auto& [key, values] : run.cpu_samples)
+    if (std::none_of(values.begin(), values.end(), [](double v) { return std::isnan(v); })) return;
+  if (run.samples.empty()) return;  // nothing timed at all: no time to compare either
+  throw InputError(run.label + " has no CPU times (its samples.csv has no cpu_ms values: recorded by "
+                   "an older phasebench); record it again, or compare with --metric wall");
+}
+
+void add_note_once(Comparison& comparison, const std::string& note) {
+  if (std::find(comparison.notes.begin(), comparison.notes.end(), note) == comparison.notes.end())
+    comparison.notes.push_back(note);  // once when a run is compared with itself
+}
+
+// What each run's catalog.json says: unknown claims for a run from before catalogs were saved, and
+// a warning when the two runs were checked against different tolerances or claims.
+void note_catalogs(Comparison& comparison, const RunData& base, const RunData& fresh) {
+  for (const RunData* run : {&base, &fresh})
+    if (!run->catalog.saved) add_note_once(comparison, run->label + ": " + catalog::kNoCatalogNote);
+  for (const std::string& difference : catalog::differences(base.catalog, fresh.catalog))
+    comparison.warnings.push_back("the runs were measured with different catalogs: " + difference);
+}
+
+// An incomplete run (compared with --allow-incomplete) lacks the cases it never reached.
+void note_incomplete(Comparison& comparison, const RunData& base, const RunData& fresh) {
+  for (const RunData* run : {&base, &fresh})
+    if (const auto why = run->incomplete())
+      add_note_once(comparison, run->label + " is an incomplete run (" + *why +
+                                    "): the cases it never reached show as missing or new rows");
+}
+
+}  // namespace
+
+Comparison compare_runs(const RunData& base, const RunData& fresh, const Options& options) {
+  if (!options.allow_incomplete) {
+    results::require_complete(base, "compare");
+    results::require_complete(fresh, "compare");
+  }
+  if (options.metric == Metric::Cpu) {
+    require_cpu_times(base);
+    require_cpu_times(fresh);
+  }
+  Comparison comparison;
+  comparison.options = options;
+  comparison.base_label = base.label;
+  comparison.new_label = fresh.label;
+  comparison.base_fingerprint = base.fingerprint();
+  comparison.new_fingerprint = fresh.fingerprint();
+  comparison.rows = match_rows(base, fresh);
+  std::vector<size_t> tested;
+  for (size_t i = 0; i < comparison.rows.size(); ++i)
+    if (compare_row(comparison.rows[i], base, fresh, options)) tested.push_back(i);
+  apply_holm(comparison, tested);
+  warn_about_machines(comparison);
+  warn_about_power(comparison);
+  warn_about_rows(comparison);
+  note_catalogs(comparison, base, fresh);
+  note_incomplete(comparison, base, fresh);
+  return comparison;
+}
+
+}  // namespace pb::compare

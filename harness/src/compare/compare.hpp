@@ -1,0 +1,92 @@
+#pragma once
+// `compare`: the regression gate between two runs (docs/regression-gate.md).
+//
+// Rows are matched by (suite, workload, size, backend, device, phase). A row is a regression only
+// when its slowdown is both statistically significant -- a one-sided Mann-Whitney U test on the
+// repetition samples, Holm-corrected over every row tested -- and larger than the threshold: the
+// test guards against noise, the threshold against differences too small to matter. A
+// correctness change (OK -> FAIL, MISTRUSTED or ERROR) always fails. Internal to the harness.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "phasebench/results.hpp"
+#include "phasebench/stats.hpp"
+#include "results/results_model.hpp"
+
+namespace pb::compare {
+
+enum class Mode { Time, Ratio };
+/// What a repetition's time is: the wall clock (what users wait for), or the CPU time the
+/// process used. CPU time leaves out the time other processes held the CPU, so it survives a
+/// busy machine; it also leaves out waiting (for a GPU, for I/O), so it is for CPU rows.
+enum class Metric { Wall, Cpu };
+/// What a row's time is divided by in ratio mode (each run's own rows, so machines cancel out).
+enum class RatioBase { Reference, Phase0 };
+
+struct Options {
+  double threshold_pct = 5;  // a slowdown must exceed this (percent of the base median) to fail
+  double alpha = 0.05;       // family-wise error rate over the rows tested (Holm)
+  Mode mode = Mode::Time;
+  Metric metric = Metric::Wall;
+  RatioBase ratio_to = RatioBase::Reference;
+  double fastest_pct = 100;  // compare only the fastest this many percent of each row's samples
+  bool allow_incomplete = false;  // compare a run marked incomplete (with a note) instead of refusing it
+};
+
+enum class Verdict {
+  Regression,    // significantly slower, by more than the threshold      (fails)
+  Broken,        // was not failing, now FAIL/MISTRUSTED/ERROR             (fails)
+  NewFailure,    // a row only NEW has, and it fails its check             (fails)
+  StillFailing,  // failing in both
+  Fixed,         // failing in BASE, not in NEW
+  Improved,      // significantly faster, by more than the threshold
+  Slower,        // significantly slower, within the threshold
+  Faster,        // significantly faster, within the threshold
+  Noisy,         // the median moved beyond the threshold, but not significantly
+  Unchanged,     // no significant change
+  New,           // only in NEW
+  Missing,       // only in BASE
+  NotTimed,      // not OK on one side (SKIPPED, UNSUPPORTED): nothing to compare
+  Untested,      // OK on both sides but without samples to test
+  RatioBase,     // in ratio mode, the row the others are divided by
+  Disturbed,     // OK on both sides, but other work on the machine disturbed its repetitions in one
+                 // run or both (results.csv's `disturbed`): its times are not judged
+};
+
+std::string verdict_name(Verdict verdict);
+bool fails_gate(Verdict verdict);
+
+struct RowComparison {
+  std::string name;
+  std::optional<ResultRow> base, fresh;
+  // Medians compared: milliseconds in time mode; time relative to the ratio base in ratio mode.
+  double base_value = kMissing, new_value = kMissing;
+  double change = kMissing;  // new / base - 1: +0.10 is 10% slower
+  stats::Interval change_ci{kMissing, kMissing};
+  double p_slower = kMissing, p_faster = kMissing;            // one-sided rank tests
+  double p_slower_holm = kMissing, p_faster_holm = kMissing;  // Holm-adjusted over rows tested
+  int base_reps = 0, new_reps = 0;
+  Verdict verdict = Verdict::Unchanged;
+};
+
+struct Comparison {
+  Options options;
+  std::string base_label, new_label, base_fingerprint, new_fingerprint;
+  std::vector<std::string> warnings;
+  std::vector<std::string> notes;  // what the reader should know that is no warning sign
+  std::vector<RowComparison> rows;
+  int tested = 0;  // rows in the Holm family
+  int count(Verdict verdict) const;
+  bool failed() const;
+};
+
+Comparison compare_runs(const results::RunData& base, const results::RunData& fresh, const Options& options);
+
+/// An aligned table for the terminal and a Markdown summary for a pull-request comment.
+std::string terminal_report(const Comparison& comparison);
+std::string markdown_report(const Comparison& comparison);
+
+}  // namespace pb::compare

@@ -1,0 +1,190 @@
+// `compare`'s output: one table of cells, printed aligned for the terminal and as Markdown for a
+// pull-request comment, so the two always show the same thing.
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "common/number_text.hpp"
+#include "compare/compare.hpp"
+
+namespace pb::compare {
+namespace {
+
+using Cells = std::vector<std::vector<std::string>>;
+
+std::string ratio_base_name(const Options& options) {
+  return options.ratio_to == RatioBase::Reference ? "reference" : "phase 0";
+}
+
+// Milliseconds in time mode; in ratio mode the compared value is a relative time, shown as the
+// speedup users know from results.csv.
+std::string value_text(double value, const Options& options) {
+  if (std::isnan(value)) return "-";
+  if (options.mode == Mode::Time) return format_significant(value, 4);
+  return format_significant(1 / value, 3) + "x";
+}
+
+std::string change_text(const RowComparison& rc) {
+  if (std::isnan(rc.change)) return "-";
+  if (std::isnan(rc.change_ci.low)) return format_change_percent(rc.change);
+  return format_change_percent(rc.change) + " [" + format_change_percent(rc.change_ci.low) + ", " +
+         format_change_percent(rc.change_ci.high) + "]";
+}
+
+// The Holm-adjusted p-value of the direction the median moved.
+std::string p_text(const RowComparison& rc) {
+  const double p = rc.change >= 0 ? rc.p_slower_holm : rc.p_faster_holm;
+  return std::isnan(p) ? "-" : format_significant(p, 2);
+}
+
+std::string status_text(const RowComparison& rc) {
+  const std::string before = rc.base ? to_string(rc.base->status) : "-", after = rc.fresh ? to_string(rc.fresh->status) : "-";
+  return before == after ? before : before + " -> " + after;
+}
+
+std::vector<std::string> header(const Options& options) {
+  const std::string unit = options.mode == Mode::Time ? (options.metric == Metric::Cpu ? " CPU ms" : " ms")
+                                                      : " vs " + ratio_base_name(options);
+  return {"row", "status", "base" + unit, "new" + unit, "change [95% CI]", "p (Holm)", "verdict"};
+}
+
+std::vector<std::string> cells_of(const RowComparison& rc, const Options& options) {
+  return {rc.name, status_text(rc), value_text(rc.base_value, options), value_text(rc.new_value, options),
+          change_text(rc), p_text(rc), verdict_name(rc.verdict)};
+}
+
+bool is_notable(Verdict verdict) {
+  return verdict != Verdict::Unchanged && verdict != Verdict::RatioBase && verdict != Verdict::NotTimed;
+}
+
+std::string plural(int n, const std::string& word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
+
+std::string counts_text(const Comparison& c) {
+  std::vector<std::string> parts;
+  // The noun is the first word: "1 row broken", "2 rows broken".
+  const auto add = [&](Verdict verdict, const std::string& noun, const std::string& rest = "") {
+    if (const int n = c.count(verdict)) parts.push_back(plural(n, noun) + rest);
+  };
+  add(Verdict::Regression, "regression");
+  add(Verdict::Broken, "row", " broken (now failing its check)");
+  add(Verdict::NewFailure, "new row", " failing its check");
+  add(Verdict::StillFailing, "row", " still failing");
+  add(Verdict::Improved, "improvement");
+  add(Verdict::Fixed, "row", " fixed");
+  add(Verdict::New, "new row");
+  add(Verdict::Missing, "missing row");
+  std::string text;
+  for (const std::string& part : parts) text += (text.empty() ? "" : ", ") + part;
+  return text.empty() ? "no change beyond the noise" : text;
+}
+
+std::string settings_text(const Comparison& c) {
+  const Options& o = c.options;
+  std::string mode = o.mode == Mode::Time ? "time" : "ratio (time relative to " + ratio_base_name(o) + ")";
+  if (o.metric == Metric::Cpu) mode += ", CPU time of the process";
+  if (o.fastest_pct < 100) mode += ", fastest " + format_significant(o.fastest_pct, 6) + "% of repetitions";
+  return "mode " + mode + ", threshold " + format_significant(o.threshold_pct, 6) + "%, alpha " +
+         format_significant(o.alpha, 6) + " (Holm over " + plural(c.tested, "tested row") + " of " +
+         std::to_string(c.rows.size()) + ")";
+}
+
+// Why each failing row fails, from NEW's reason column.
+std::vector<std::string> failure_reasons(const Comparison& c) {
+  std::vector<std::string> reasons;
+  for (const RowComparison& rc : c.rows)
+    if ((rc.verdict == Verdict::Broken || rc.verdict == Verdict::NewFailure) && rc.fresh)
+      reasons.push_back(rc.name + ": " + to_string(rc.fresh->status) + (rc.fresh->reason.empty() ? "" : ": " + rc.fresh->reason));
+  return reasons;
+}
+
+// ---- terminal ------------------------------------------------------------------------------------
+
+std::string aligned(const Cells& rows) {
+  std::vector<size_t> widths(rows.front().size(), 0);
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  std::ostringstream out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i)
+      line += row[i] + (i + 1 < row.size() ? std::string(widths[i] - row[i].size() + 2, ' ') : "");
+    out << line << "\n";
+  }
+  return out.str();
+}
+
+// ---- Markdown ------------------------------------------------------------------------------------
+
+std::string markdown_cell(const std::string& text) {
+  std::string escaped;
+  for (char c : text) escaped += c == '|' ? std::string("\\|") : std::string(1, c);
+  return escaped;
+}
+
+std::string markdown_table(const Cells& rows) {
+  std::ostringstream out;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    out << "|";
+    for (const std::string& cell : rows[r]) out << " " << markdown_cell(cell) << " |";
+    out << "\n";
+    if (r == 0) {
+      out << "|";
+      for (size_t i = 0; i < rows[r].size(); ++i) out << (i < 2 || i == rows[r].size() - 1 ? "---|" : "--:|");
+      out << "\n";
+    }
+  }
+  return out.str();
+}
+
+std::string method_text(const Comparison& c) {
+  const std::string which = c.options.fastest_pct < 100
+                                ? " over its fastest " + format_significant(c.options.fastest_pct, 6) + "% of repetitions"
+                                : "";
+  return "A row regresses when its median " + std::string(c.options.metric == Metric::Cpu ? "CPU time" : "time") +
+         which +
+         std::string(c.options.mode == Mode::Ratio ? " relative to " + ratio_base_name(c.options) : "") +
+         " grows by more than " + format_significant(c.options.threshold_pct, 6) +
+         "% and a one-sided Mann-Whitney U test on the repetition samples, Holm-corrected over the rows "
+         "tested, gives p <= " + format_significant(c.options.alpha, 6) +
+         ". A row that was not failing and now fails its check (FAIL, MISTRUSTED, ERROR) always fails "
+         "the gate. The change's interval is a 95% bootstrap interval of the ratio of medians.";
+}
+
+}  // namespace
+
+std::string terminal_report(const Comparison& c) {
+  Cells cells{header(c.options)};
+  for (const RowComparison& rc : c.rows) cells.push_back(cells_of(rc, c.options));
+  std::ostringstream out;
+  out << "compare " << c.base_label << " (base) -> " << c.new_label << " (new): " << settings_text(c) << "\n\n"
+      << aligned(cells);
+  for (const std::string& reason : failure_reasons(c)) out << "  failing: " << reason << "\n";
+  for (const std::string& warning : c.warnings) out << "warning: " << warning << "\n";
+  for (const std::string& note : c.notes) out << "note: " << note << "\n";
+  out << "\ncompare: " << (c.failed() ? "FAILED: " : "passed: ") << counts_text(c) << "\n";
+  return out.str();
+}
+
+std::string markdown_report(const Comparison& c) {
+  std::ostringstream out;
+  out << "### phasebench compare: " << (c.failed() ? "FAILED" : "passed") << " (" << counts_text(c) << ")\n\n"
+      << "`" << c.new_label << "` against `" << c.base_label << "`: " << settings_text(c) << ".\n\n";
+  for (const std::string& warning : c.warnings) out << "> **Warning:** " << markdown_cell(warning) << "\n>\n";
+  for (const std::string& note : c.notes) out << "> **Note:** " << markdown_cell(note) << "\n>\n";
+  if (!c.warnings.empty() || !c.notes.empty()) out << "\n";
+  for (const std::string& reason : failure_reasons(c)) out << "- **Failing:** " << markdown_cell(reason) << "\n";
+  if (!failure_reasons(c).empty()) out << "\n";
+  Cells notable{header(c.options)}, all{header(c.options)};
+  for (const RowComparison& rc : c.rows) {
+    all.push_back(cells_of(rc, c.options));
+    if (is_notable(rc.verdict)) notable.push_back(all.back());
+  }
+  if (notable.size() > 1) out << markdown_table(notable) << "\n";
+  out << "<details><summary>All " << c.rows.size() << " rows</summary>\n\n"
+      << markdown_table(all) << "\n</details>\n\n"
+      << method_text(c) << "\n";
+  return out.str();
+}
+
+}  // namespace pb::compare

@@ -1,0 +1,438 @@
+// `run`'s work (run.hpp): checking, warm-up, the time budget, interleaved timing, all of it
+// recorded step by step; and a run assembled back from its record.
+
+#include "engine/run.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <sstream>
+
+#include "common/number_text.hpp"
+#include "engine/case_runner.hpp"
+#include "engine/interference.hpp"
+#include "engine/progress.hpp"
+#include "results/results_model.hpp"
+#include "phasebench/stats.hpp"
+#include "engine/timing.hpp"
+
+namespace pb::detail {
+
+double seconds_since_epoch() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+namespace {
+
+TimingPlan timing_plan(const RunOptions& options) {
+  TimingPlan plan;
+  plan.reps = options.reps;
+  plan.reps_fixed = options.reps_fixed;
+  plan.shuffle_seed = options.seed;
+  plan.hang_timeout_s = options.hang_timeout_s;
+  if (options.quick) {
+    plan.warmup_ms = 2;
+    plan.min_rep_ms = 5;
+  }
+  return plan;
+}
+
+// ---- rows ----------------------------------------------------------------------------------------
+
+// "0.1;2.5e-07": numbers at full enough precision to plot, in one CSV cell.
+std::string join_numbers(const std::vector<double>& values) {
+  std::string text;
+  for (size_t i = 0; i < values.size(); ++i) text += (i ? ";" : "") + format_significant(values[i], 4);
+  return text;
+}
+
+// "anxiety=3;phase_scale=4": operations per named region, in the order the regions opened.
+std::string join_region_ops(const std::vector<std::pair<std::string, int64_t>>& regions) {
+  std::string text;
+  for (const auto& [name, ops] : regions) text += (text.empty() ? "" : ";") + name + "=" + std::to_string(ops);
+  return text;
+}
+
+// "0;1024;2048": whole numbers (bytes) exactly, in one CSV cell.
+std::string join_integers(const std::vector<int64_t>& values) {
+  std::string text;
+  for (size_t i = 0; i < values.size(); ++i) text += (i ? ";" : "") + std::to_string(values[i]);
+  return text;
+}
+
+// The per-step errors of the first rollout output, against the exact reference when it has such
+// a check (what an approximation costs), else against what its phase is checked with.
+void add_step_errors(ResultRow& row, const CheckResult& check) {
+  const OutputError* chosen = nullptr;
+  for (const OutputError& error : check.outputs) {
+    if (error.step_errors.empty()) continue;
+    if (!chosen || (chosen->reference != chosen->name && error.reference == error.name)) chosen = &error;
+  }
+  if (!chosen) return;
+  row.step_output = chosen->name + (chosen->reference == chosen->name ? "" : " vs " + chosen->reference);
+  row.step_rel_l2_err = join_numbers(chosen->step_errors);
+  row.step_budget = join_numbers(chosen->step_budget);
+}
+
+// A case's row as its check left it: status, errors, counters; no timing yet.
+ResultRow checked_row(const LiveCase& live, const RunOptions& options) {
+  const Case& c = live.spec;
+  ResultRow row;
+  row.run_id = options.run_id;
+  row.suite = c.workload->suite();
+  row.workload = c.workload->name();
+  row.size = to_string(c.size);
+  row.shape = c.workload->shape(c.size);
+  row.backend = c.ladder->backend;
+  row.device = c.device;
+  row.phase_index = c.phase;
+  row.phase = c.phase_name;
+  row.exact = c.exact;
+  row.status = live.status;
+  row.reason = live.reason;
+  row.threads = c.backend->effective_threads(options.threads);
+  row.seed = options.seed;
+  if (!live.check.outputs.empty()) {
+    row.rel_l2_err = live.check.worst.rel_l2_err;
+    row.max_abs_err = live.check.worst.max_abs_err;
+    row.tolerance = live.check.worst.tolerance;
+    row.worst_output = live.check.worst.name;
+    add_step_errors(row, live.check);
+  }
+  if (live.counted) {
+    row.host_syncs_per_iter = static_cast<double>(live.counts.host_syncs);
+    row.ops_per_iter = static_cast<double>(live.counts.ops);
+    row.bytes_alloc_per_iter = static_cast<double>(live.counts.bytes_allocated);
+    row.ops_by_region = join_region_ops(live.counts.ops_by_region);
+    row.step_memory_bytes = join_integers(live.counts.step_memory_bytes);
+  }
+  return row;
+}
+
+SampleRow sample_row(const Case& c, int rep, const TimedRepetition& timed) {
+  return {c.workload->name(), to_string(c.size), c.ladder->backend, c.device, c.phase_name, rep, timed.wall_ms,
+          c.workload->suite(), timed.cpu_ms, timed.others_cores, timed.rep_ms};
+}
+
+// ---- the worker's stages -------------------------------------------------------------------------
+
+// One run in progress: its cases, what is known of each, and where every finished step goes.
+class RunInProgress {
+ public:
+  RunInProgress(const RunOptions& options, const RunRecord& previous, RunRecorder& recorder, const RunHooks& hooks)
+      : options_(options), previous_(previous), recorder_(recorder), hooks_(hooks), plan_(timing_plan(options)),
+        progress_(Progress::on_stderr()) {
+    for (Case& c : run_cases(options)) cases_.emplace_back(std::move(c));
+    checked_ms_.assign(cases_.size(), 0);
+    std::vector<Case> specs;
+    for (const LiveCase& live : cases_) specs.push_back(live.spec);
+    init_backends(specs, options.threads);
+  }
+
+  void check_all();
+  void time_all();
+
+ private:
+  const std::string& name(size_t i) const { return names_.at(i); }
+  void begin_step(size_t i, double limit_seconds) {
+    if (hooks_.starting_step) hooks_.starting_step(name(i), limit_seconds);
+  }
+  const Problem& problem_of(const LiveCase& live) { return problem_for(problems_, live.spec, options_.seed); }
+  void note(size_t i, const std::string& what, const std::string& after = "") {
+    const LiveCase& live = cases_[i];
+    progress_.note("[" + std::to_string(i + 1) + "/" + std::to_string(cases_.size()) + "] " + what + " " +
+                   name(i) + ": " + to_string(live.status) + (live.reason.empty() ? "" : " (" + live.reason + ")") +
+                   after);
+  }
+  void fail(size_t i) { recorder_.error(name(i), cases_[i].reason); }
+  bool restore(size_t i);
+  std::vector<CaseTiming> planned_timings(const std::vector<size_t>& timed);
+  std::vector<CaseTiming> new_timings(const std::vector<size_t>& timed);
+  bool set_up_again(size_t i);
+  void announce(const std::vector<CaseTiming>& timings, const std::vector<Repetition>& schedule, double budget);
+
+  const RunOptions& options_;
+  const RunRecord& previous_;
+  RunRecorder& recorder_;
+  const RunHooks& hooks_;
+  const TimingPlan plan_;
+  Progress progress_;
+  std::vector<LiveCase> cases_;
+  std::vector<std::string> names_;
+  std::vector<double> checked_ms_;  // 0: checked by an earlier worker (its variant is not set up here)
+  std::map<std::string, Problem> problems_;  // per workload: inputs and oracle, made once
+};
+
+// A case an earlier worker finished checking (or ended in), as the record has it.
+bool RunInProgress::restore(size_t i) {
+  LiveCase& live = cases_[i];
+  if (const auto error = previous_.errors.find(name(i)); error != previous_.errors.end()) {
+    live.status = Status::Error;
+    live.reason = error->second;
+    return true;
+  }
+  const auto row = previous_.checked.find(name(i));
+  if (row == previous_.checked.end()) return false;
+  live.status = row->second.status;
+  live.reason = row->second.reason;
+  return true;
+}
+
+void RunInProgress::check_all() {
+  std::vector<size_t> to_check;
+  for (size_t i = 0; i < cases_.size(); ++i) {
+    names_.push_back(cases_[i].spec.row_name());
+    if (!restore(i)) to_check.push_back(i);
+  }
+  progress_.plan({{"checking", to_check.size(), 1.0, {}}});
+  const double started_at = seconds_since_epoch();
+  for (size_t i : to_check) {
+    LiveCase& live = cases_[i];
+    begin_step(i, check_limit_seconds(plan_));
+    progress_.step(name(i));
+    const Problem& problem = problem_of(live);
+    prepare(live, problem, options_.threads);
+    checked_ms_[i] = check_and_count(live, problem);
+    recorder_.checked(checked_row(live, options_));
+    note(i, "checked", "; checking: about " + format_duration(progress_.seconds_left()) + " left");
+  }
+  progress_.note("checking: " + std::to_string(to_check.size()) + " cases in " +
+                 format_duration(seconds_since_epoch() - started_at));
+}
+
+// A case checked by an earlier worker is set up again before it is timed.
+bool RunInProgress::set_up_again(size_t i) {
+  LiveCase& live = cases_[i];
+  if (live.variant) return true;
+  prepare(live, problem_of(live), options_.threads);
+  if (live.status == Status::Ok && live.variant) {
+    live.variant->poison_outputs();  // the lifecycle (variant.hpp): some variants size their outputs here
+    return true;
+  }
+  if (live.status == Status::Ok) live.status = Status::Error;  // it ran before: it must run again
+  if (live.reason.empty()) live.reason = "set up again after a worker restart, it did not run";
+  fail(i);
+  return false;
+}
+
+// Timings an earlier worker planned: each case set up again and warmed up with one iteration.
+std::vector<CaseTiming> RunInProgress::planned_timings(const std::vector<size_t>& timed) {
+  std::vector<CaseTiming> timings(cases_.size());
+  progress_.plan({{"warm-up", timed.size(), 1.0, {}}});
+  for (size_t i : timed) {
+    const auto planned = previous_.plan.find(name(i));
+    if (planned == previous_.plan.end()) continue;  // checked after the plan was made: not timed
+    const auto& row = previous_.checked.find(name(i));
+    const int done = row == previous_.checked.end() ? 0 : static_cast<int>(previous_.samples_of(row->second).size());
+    progress_.step(name(i));
+    if (done >= planned->second.reps) {
+      timings[i] = planned->second;
+      continue;
+    }
+    begin_step(i, check_limit_seconds(plan_));
+    if (!set_up_again(i)) continue;
+    try {
+      timed_iteration(cases_[i]);
+      timings[i] = planned->second;
+    } catch (const std::exception& error) {
+      record_error(cases_[i], "warm-up", error);
+      fail(i);
+    }
+  }
+  return timings;
+}
+
+// Timings planned here: every case warmed up, then repetitions fitted to what is left of the budget.
+std::vector<CaseTiming> RunInProgress::new_timings(const std::vector<size_t>& timed) {
+  std::vector<CaseTiming> timings(cases_.size());
+  std::vector<double> expected;
+  for (size_t i : timed) expected.push_back(expected_warm_up_seconds(plan_, checked_ms_[i], checked_ms_[i] == 0));
+  Progress::Stage stage{"warm-up", timed.size(), 0.0, {}};
+  stage.step_seconds = expected;
+  progress_.plan({stage});
+  std::vector<CaseTiming*> fitted;
+  std::map<std::string, CaseTiming> recorded;
+  for (size_t i : timed) {
+    begin_step(i, check_limit_seconds(plan_));
+    progress_.step(name(i));
+    const bool fresh = checked_ms_[i] == 0;
+    if (!set_up_again(i)) continue;
+    try {
+      timings[i] = warm_up(cases_[i], plan_, checked_ms_[i], fresh);
+      fitted.push_back(&timings[i]);
+    } catch (const std::exception& error) {
+      record_error(cases_[i], "warm-up", error);
+      fail(i);
+    }
+  }
+  const double budget_left = options_.time_budget_s - (seconds_since_epoch() - hooks_.budget_started_at);
+  fit_repetitions(fitted, plan_, std::max(0.0, budget_left));
+  for (size_t i : timed)
+    if (cases_[i].status == Status::Ok) recorded[name(i)] = timings[i];
+  recorder_.plan(recorded);
+  return timings;
+}
+
+void RunInProgress::announce(const std::vector<CaseTiming>& timings, const std::vector<Repetition>& schedule,
+                             double budget) {
+  int fewest = plan_.reps, most = 0;
+  size_t timed = 0;
+  for (const CaseTiming& timing : timings)
+    if (timing.reps > 0) {
+      fewest = std::min(fewest, timing.reps);
+      most = std::max(most, timing.reps);
+      ++timed;
+    }
+  const std::string reps = fewest == most ? std::to_string(most) : std::to_string(fewest) + "-" + std::to_string(most);
+  const double planned = progress_.seconds_left();
+  std::string budget_text = " (--reps fixed)";
+  if (!options_.reps_fixed) {
+    budget_text = "; time budget left " + format_duration(std::max(0.0, budget));
+    if (planned > budget)
+      budget_text += ": too little for one repetition of each case, so the run takes longer than its budget";
+    else if (fewest < static_cast<int>(stats::kFewestSamplesForInterval))
+      budget_text += " (the slowest cases get fewer than " + std::to_string(stats::kFewestSamplesForInterval) +
+                     " repetitions to keep it, and no confidence interval)";
+  }
+  progress_.note("timing: " + std::to_string(timed) + " cases x " + reps + " interleaved repetitions (" +
+                 std::to_string(schedule.size()) + " to run), about " + format_duration(planned) + budget_text);
+}
+
+void RunInProgress::time_all() {
+  std::vector<size_t> timed;
+  for (size_t i = 0; i < cases_.size(); ++i)
+    if (cases_[i].status == Status::Ok) timed.push_back(i);
+  const std::vector<CaseTiming> timings = previous_.plan.empty() ? new_timings(timed) : planned_timings(timed);
+
+  std::vector<int> done(cases_.size(), 0);
+  for (size_t i = 0; i < cases_.size(); ++i)
+    if (const auto row = previous_.checked.find(name(i)); row != previous_.checked.end())
+      done[i] = static_cast<int>(previous_.samples_of(row->second).size());
+  const std::vector<Repetition> schedule = interleaved_schedule(done, timings, plan_.shuffle_seed);
+  Progress::Stage stage{"timing", schedule.size(), 0.0, {}};
+  for (const Repetition& repetition : schedule)
+    stage.step_seconds.push_back(repetition_seconds(timings[repetition.case_index]));
+  progress_.plan({stage});
+  announce(timings, schedule, options_.time_budget_s - (seconds_since_epoch() - hooks_.budget_started_at));
+  const double estimate = progress_.seconds_left(), started_at = seconds_since_epoch();
+
+  TimingCallbacks callbacks;
+  size_t started = 0;
+  callbacks.starting = [&](const Repetition& repetition) {
+    begin_step(repetition.case_index, repetition_limit_seconds(timings[repetition.case_index], plan_));
+    progress_.step(name(repetition.case_index));
+    // A line at every tenth of the repetitions, for logs, where no status line is drawn.
+    if (++started % std::max<size_t>(1, schedule.size() / 10) == 0 && started < schedule.size())
+      progress_.note("timing: " + std::to_string(started) + "/" + std::to_string(schedule.size()) +
+                     " repetitions, about " + format_duration(progress_.seconds_left()) + " left");
+  };
+  callbacks.finished = [&](const TimedRepetition& timed_repetition) {
+    const Repetition& repetition = timed_repetition.repetition;
+    recorder_.repetition(sample_row(cases_[repetition.case_index].spec, repetition.rep, timed_repetition),
+                         timed_repetition.benchmark_entry);
+  };
+  callbacks.failed = [&](size_t case_index) { fail(case_index); };
+  run_schedule(cases_, timings, schedule, callbacks);
+  // Estimate against actual, so that a user (and the estimate's maintainer) sees how far off it was.
+  progress_.note("timing: " + std::to_string(schedule.size()) + " repetitions in " +
+                 format_duration(seconds_since_epoch() - started_at) + " (estimated " + format_duration(estimate) + ")");
+}
+
+// ---- assembling ----------------------------------------------------------------------------------
+
+// Why a row timed with fewer repetitions than an interval needs has none; empty when it has enough.
+std::string few_repetitions_note(int reps, bool reps_fixed) {
+  if (reps >= static_cast<int>(stats::kFewestSamplesForInterval)) return {};
+  const std::string count = std::to_string(reps) + (reps == 1 ? " repetition" : " repetitions");
+  return (reps_fixed ? "timed with " + count + " (--reps)" : "timed with " + count + " to keep the time budget") +
+         ": no confidence interval (it needs " + std::to_string(stats::kFewestSamplesForInterval) + ")";
+}
+
+// What becomes of an OK row whose repetitions are fewer than planned (a stopped run).
+void mark_unfinished_timing(ResultRow& row, size_t done, int planned) {
+  if (done == 0) {
+    row.status = Status::Skipped;
+    row.reason = "not timed: the run stopped before its first repetition";
+  } else {
+    row.reason = "timing stopped after " + std::to_string(done) + " of " + std::to_string(planned) + " repetitions";
+  }
+}
+
+}  // namespace
+
+std::vector<Case> run_cases(const RunOptions& options) {
+  std::vector<Case> cases = plan_cases(options.selection, options.size);
+  std::vector<std::string> workloads;
+  for (const Case& c : cases)
+    if (std::find(workloads.begin(), workloads.end(), c.workload->full_name()) == workloads.end())
+      workloads.push_back(c.workload->full_name());
+  for (const std::string& name : workloads) {
+    const bool has_reference = std::any_of(cases.begin(), cases.end(), [&](const Case& c) {
+      return c.workload->full_name() == name && c.ladder->backend == kReferenceBackend;
+    });
+    if (has_reference) continue;
+    Selection reference_only;
+    reference_only.backends = {kReferenceBackend};
+    reference_only.filter = "^" + name + "/";
+    for (Case& c : plan_cases(reference_only, options.size)) cases.insert(cases.begin(), std::move(c));
+  }
+  return cases;
+}
+
+namespace {
+
+// Runs one stage of the worker and records how busy the rest of the machine was meanwhile.
+template <typename Stage>
+void measuring_other_work(RunRecorder& recorder, const std::string& name, Stage stage) {
+  const interference::CpuClock before = interference::read_cpu_clock();
+  stage();
+  const interference::OtherWork others = interference::other_work_between(before, interference::read_cpu_clock());
+  recorder.other_work(name, others.seconds, others.cores, others.steal_cores);
+}
+
+}  // namespace
+
+void execute_run(const RunOptions& options, const RunRecord& previous, RunRecorder& recorder, const RunHooks& hooks) {
+  RunInProgress run(options, previous, recorder, hooks);
+  measuring_other_work(recorder, "checking", [&] { run.check_all(); });
+  measuring_other_work(recorder, "timing", [&] { run.time_all(); });
+}  // the variants die here; backends finalize once, at process exit
+
+AssembledRun assemble_run(const std::vector<Case>& cases, const RunRecord& record, const RunOptions& options) {
+  AssembledRun run;
+  run.cases_planned = cases.size();
+  for (const Case& c : cases) {
+    const std::string name = c.row_name();
+    const auto checked = record.checked.find(name);
+    const auto error = record.errors.find(name);
+    if (checked == record.checked.end() && error == record.errors.end()) continue;  // never reached
+    LiveCase shell(c);
+    ResultRow row = checked != record.checked.end() ? checked->second : checked_row(shell, options);
+    if (error != record.errors.end()) {  // a crash, a time-out or a throw after (or in) its check
+      row.status = Status::Error;
+      row.reason = error->second;
+    }
+    bool finished = row.status != Status::Ok;
+    if (row.status == Status::Ok) {
+      const auto planned = record.plan.find(name);
+      const std::vector<SampleRow>& samples = record.samples_of(row);
+      const int reps = planned == record.plan.end() ? 0 : planned->second.reps;
+      const size_t kept = std::min(samples.size(), static_cast<size_t>(reps));
+      if (kept > 0) {
+        run.samples.insert(run.samples.end(), samples.begin(), samples.begin() + static_cast<long>(kept));
+        const auto& entries = record.benchmark_entries.at(results::row_key(row));
+        run.benchmark_entries.insert(run.benchmark_entries.end(), entries.begin(),
+                                     entries.begin() + static_cast<long>(kept));
+        row.iterations_per_rep = planned->second.iterations_per_rep;
+      }
+      finished = reps > 0 && kept == static_cast<size_t>(reps);
+      if (!finished) mark_unfinished_timing(row, kept, reps);
+      else if (row.reason.empty()) row.reason = few_repetitions_note(reps, options.reps_fixed);
+    }
+    run.cases_done += finished ? 1 : 0;
+    run.rows.push_back(std::move(row));
+  }
+  return run;
+}
+
+}  // namespace pb::detail

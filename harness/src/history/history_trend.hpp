@@ -1,0 +1,57 @@
+#pragma once
+// Trends over the history: the stored rows grouped into one series per row and machine, each
+// with its steps (history_steps.hpp) placed on the runs and commits where they happened. Pure
+// functions over HistoryStore::trend_rows(), shared by `history trend` and `report --history`.
+
+#include <string>
+#include <vector>
+
+#include "history/history_steps.hpp"
+#include "history/history_store.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace pb::history {
+
+struct SeriesPoint {
+  std::string run_id, git_commit, started_at, branch;
+  double value = 0;  // the run's point in ms (wall or CPU; history_steps.hpp, run_point), or the ratio to the reference
+};
+
+struct TrendStep {
+  Step step;
+  std::string run_id;        // the first run at the new level
+  std::string commit_range;  // "<last commit at the old level>..<first at the new>": where to look
+};
+
+struct Series {
+  std::string suite, workload, size, backend, device, phase;
+  int phase_index = 0;
+  std::string fingerprint;  // "" in ratio mode: a ratio series spans machines
+  std::vector<SeriesPoint> points;  // oldest first
+  std::vector<TrendStep> steps;
+
+  /// "suite/workload/size/backend/device/<index>_<phase>", as `run` names rows.
+  std::string name() const;
+  /// "suite/workload/backend/phase": what --filter matches.
+  std::string filter_id() const;
+};
+
+struct TrendOptions {
+  bool ratio = false;      // each row over its workload's serial reference in the same run
+  bool cpu_time = false;   // each row's point in CPU time instead of wall time (rows without one left out)
+  std::string filter;      // regex searched in filter_id(); "" for all
+  size_t last = 250;       // only the newest points of each series (the fit is O(n^3))
+  StepOptions steps;
+};
+
+/// Adds `--metric wall|cpu` (TrendOptions::cpu_time) to a command.
+void add_metric_option(CLI::App& command, TrendOptions& options);
+
+/// The series of `rows` (oldest run first), each with its steps. The reference's own series is
+/// left out in ratio mode (it would be 1 throughout). Throws InputError for a bad filter.
+std::vector<Series> build_trends(const std::vector<TrendRow>& rows, const TrendOptions& options);
+
+}  // namespace pb::history
