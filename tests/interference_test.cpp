@@ -1,4 +1,4 @@
-// Other work on the machine (harness/src/interference.hpp): measured from /proc while real
+// Other work on the machine (harness/src/engine/interference.hpp): measured from /proc while real
 // competing processes run, and the verdict a row gets from its repetitions.
 
 #include <gtest/gtest.h>

@@ -2,7 +2,7 @@
 // incomplete and removes its scratch files, and `run --resume` finishes it; its worker never
 // outlives it; a hanging case is timed out while the others finish; repetitions follow the time
 // budget (below three only when three of each do not fit); Google Benchmark's compare.py reads benchmark.json as it reads its own.
-// Faults are injected with PHASEBENCH_INJECT_HANG (harness/src/fault_injection.hpp) into the serial
+// Faults are injected with PHASEBENCH_INJECT_HANG (harness/src/engine/fault_injection.hpp) into the serial
 // reference of trainer2/train_step, among the five trainer2 references at the small size.
 
 #include <gtest/gtest.h>

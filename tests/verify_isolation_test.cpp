@@ -1,6 +1,6 @@
 // `verify` checks in a worker process: a variant that crashes or hangs is an ERROR line naming the
 // check, and the other checks still run; SIGTERM ends verify and its worker at once. Faults are
-// injected with PHASEBENCH_INJECT_CRASH / PHASEBENCH_INJECT_HANG (harness/src/fault_injection.hpp)
+// injected with PHASEBENCH_INJECT_CRASH / PHASEBENCH_INJECT_HANG (harness/src/engine/fault_injection.hpp)
 // into the serial reference of trainer2/retrieval, among the five trainer2 references.
 
 #include <gtest/gtest.h>

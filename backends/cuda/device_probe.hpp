@@ -1,6 +1,6 @@
 #pragma once
 // The GPU's roofline probe (device_probe.cu), run once per physical GPU by the harness through the
-// cuda backend's hooks and cached (harness/src/roofline_devices.cpp):
+// cuda backend's hooks and cached (harness/src/roofline/roofline_devices.cpp):
 //   memory  a STREAM triad a[i] = b[i] + s * c[i] over three arrays, each 8x the L2 (at least
 //           256 MiB), one sweep per launch; counted as STREAM counts it: 3 x 4 bytes per element
 //   L2      the same triad over half the L2, many sweeps per launch, each sweep's indices rotated

@@ -1,5 +1,5 @@
 #pragma once
-// The command line's entry point (harness/src/cli.cpp; README "Command line").
+// The command line's entry point (harness/src/commands/cli.cpp; README "Command line").
 
 namespace pb {
 

@@ -4,7 +4,7 @@
 // (backend.hpp): device_ceilings_identity() names the physical device and the probe cheaply, so
 // the harness can look the ceilings up in its cache, and measure_device_ceilings() runs the probe.
 // The harness caches the result per (physical device, probe method), records it in machine.json
-// ("roofline" -> "devices") and picks it for each GPU row (harness/src/roofline.hpp).
+// ("roofline" -> "devices") and picks it for each GPU row (harness/src/roofline/roofline.hpp).
 
 #include <optional>
 #include <string>

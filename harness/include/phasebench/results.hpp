@@ -67,7 +67,7 @@ struct SampleRow {
   // machine holds the CPU, which is what `compare --metric cpu` relies on.
   double cpu_ms = kMissing;
   // Added column: the cores' worth of CPU that other work on the machine used during the
-  // repetition (harness/src/interference.hpp; kMissing where not measured). The machine's counters
+  // repetition (harness/src/engine/interference.hpp; kMissing where not measured). The machine's counters
   // tick every 10 ms per CPU, so over a short repetition it is coarse, and may be below 0: a row's
   // verdict weighs it over all its repetitions, by rep_ms.
   double others_cores = kMissing;

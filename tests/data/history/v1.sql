@@ -1,4 +1,4 @@
--- A history database as the first schema version (kSchemaVersion 1, harness/src/history_store.cpp)
+-- A history database as the first schema version (kSchemaVersion 1, harness/src/history/history_store.cpp)
 -- made it, with one run: tests/history_store_test.cpp migrates it. Never edit the schema part: it is
 -- what version 1 wrote. Statements end with a semicolon at the end of a line.
 CREATE TABLE schema_version (version BIGINT NOT NULL);
