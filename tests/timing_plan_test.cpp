@@ -162,8 +162,12 @@ TEST(RunRecord, ReadsBackWhatWasRecordedAndDropsALineCutShortByAKill) {
     recorder.repetition(sample("lior_step", 1), {{"name", "a"}});
     recorder.error("trainer2/retrieval/small/reference/cpu/0_serial_fp32", "timed out after\t2 s");
     recorder.arguments({{"run_id", "r"}});
+    recorder.later_check("trainer2/lior_step/small/reference/cpu/0_serial_fp32", {Status::Ok, 2.5e-7, ""});
+    recorder.later_check("trainer2/retrieval/small/reference/cpu/0_serial_fp32",
+                         {Status::Fail, 1.0, "a run after the timing disagrees\twith the oracle"});
   }
   std::ofstream(dir / "samples.csv", std::ios::app) << "lior_step,small,refer";  // a worker killed mid-write
+  std::ofstream(dir / "later_checks.tsv", std::ios::app) << "trainer2/window/small/ref";
   const RunRecord record = read_run_record(dir);
   EXPECT_EQ(record.checked.size(), 2u);
   ASSERT_TRUE(record.checked.count("trainer2/lior_step/small/reference/cpu/0_serial_fp32"));
@@ -173,6 +177,13 @@ TEST(RunRecord, ReadsBackWhatWasRecordedAndDropsALineCutShortByAKill) {
   EXPECT_EQ(record.plan.at("trainer2/lior_step/small/reference/cpu/0_serial_fp32").reps, 4);
   EXPECT_EQ(record.errors.at("trainer2/retrieval/small/reference/cpu/0_serial_fp32"), "timed out after 2 s");
   EXPECT_EQ(record.arguments["run_id"], "r");
+  ASSERT_EQ(record.later_checks.size(), 2u) << "the cut line is dropped";
+  const LaterCheck& passed = record.later_checks.at("trainer2/lior_step/small/reference/cpu/0_serial_fp32");
+  EXPECT_EQ(passed.status, Status::Ok);
+  EXPECT_DOUBLE_EQ(passed.rel_l2_err, 2.5e-7);
+  const LaterCheck& failed = record.later_checks.at("trainer2/retrieval/small/reference/cpu/0_serial_fp32");
+  EXPECT_EQ(failed.status, Status::Fail);
+  EXPECT_EQ(failed.reason, "a run after the timing disagrees with the oracle");
   EXPECT_TRUE(read_run_record(testing::fresh_temp_path("none")).checked.empty()) << "no record: an empty one";
   fs::remove_all(dir);
 }

@@ -55,6 +55,9 @@ struct ResultRow {
   // Added column: the ceiling roofline_pct is measured against: "compute", "memory" or the cache
   // level the row's data are streamed from ("L2"); empty when roofline_pct is.
   std::string bound;
+  // Added column: the worst relative L2 error of the check of a run after the timing (poisoned,
+  // run, checked on the state the timed runs left); missing when no such check ran.
+  double later_rel_l2_err = kMissing;
 };
 
 struct SampleRow {

@@ -1,5 +1,6 @@
 #include "engine/case_runner.hpp"
 
+#include "engine/fault_injection.hpp"
 #include "engine/slowdown_injection.hpp"
 
 namespace pb::detail {
@@ -57,6 +58,7 @@ void prepare(LiveCase& live, const Problem& problem, int threads) {
     }
     live.variant = with_injected_slowdown(std::move(live.variant), *live.spec.backend, live.spec.device,
                                           live.spec.row_name());
+    live.variant = with_injected_drift(std::move(live.variant), live.spec.row_name());
     live.variant->setup(problem.inputs);
   } catch (const std::exception& error) {
     record_error(live, "setup", error);
@@ -74,6 +76,25 @@ void judge_outputs(LiveCase& live, const Problem& problem) {
 }
 
 }  // namespace
+
+void check_later_run(LiveCase& live, const Problem& problem, const std::string& which_run) {
+  if (!live.variant || live.status != Status::Ok) return;
+  try {
+    live.variant->poison_outputs();
+    live.variant->run();
+    live.spec.backend->synchronize(live.spec.device);
+    CheckResult later = check_outputs(live.variant->outputs(), problem.reference,
+                                      live.spec.workload->outputs_for(live.spec.phase, live.spec.size));
+    live.later_rel_l2_err = later.worst.rel_l2_err;
+    if (later.status == Status::Ok) return;
+    live.status = Status::Fail;
+    live.reason = which_run + " disagrees with the oracle although the first run passed (state kept between runs?): " +
+                  later.reason;
+    live.check = std::move(later);
+  } catch (const std::exception& error) {
+    record_error(live, which_run, error);
+  }
+}
 
 void check(LiveCase& live, const Problem& problem) {
   if (!live.variant) return;

@@ -3,6 +3,7 @@
 // iteration. Shared by `run` and `verify`. Internal to the harness.
 
 #include <chrono>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -31,15 +32,27 @@ struct LiveCase {
   Status status = Status::Ok;
   std::string reason;
   CheckResult check;
+  // The worst relative L2 error of the check of a later run (check_later_run); NaN when none ran.
+  double later_rel_l2_err = std::numeric_limits<double>::quiet_NaN();
   counters::Totals counts;
   bool counted = false;
 };
 
 /// Constructs and sets up the variant, or records why it cannot run (SKIPPED/UNSUPPORTED/ERROR).
-/// A test's PHASEBENCH_INJECT_SLOWDOWN wraps it here (slowdown_injection.hpp), never in the timer.
+/// A test's PHASEBENCH_INJECT_SLOWDOWN or _DRIFT wraps it here (slowdown_injection.hpp,
+/// fault_injection.hpp), never in the timer.
 void prepare(LiveCase& live, const Problem& problem, int threads);
 /// Poisons the outputs, runs once, checks. Status becomes OK, FAIL, MISTRUSTED or ERROR.
 void check(LiveCase& live, const Problem& problem);
+/// The check of a run long after the first (after the timing in `run`, the later runs in
+/// `verify`): poisons the outputs, runs once, checks again. A variant that does not restore its
+/// state between runs (a buffer not reset, inputs changed in place, an accumulator that keeps
+/// growing) passes its first check and fails this one: the status becomes FAIL, the reason names
+/// `which_run`, and `check` holds the later run's errors. A case whose first check did not pass
+/// is left as it is.
+void check_later_run(LiveCase& live, const Problem& problem, const std::string& which_run);
+/// The runs `verify` makes of a case beyond the first, each checked; the last is the third.
+inline constexpr int kVerifiedRunsPerCase = 3;
 /// One untimed iteration inside a CountingScope, with the backend's hooks attached.
 void count(LiveCase& live);
 /// check() and count() in one iteration (counting changes no output, and a slow case is not run

@@ -21,7 +21,40 @@ bool selects(const char* variable, const std::string& row_name) {
   }
 }
 
+// Forwards to the real variant, but hands back the sum of the outputs of every run since setup,
+// as a variant that accumulates into a buffer it never resets would.
+class DriftingVariant : public Variant {
+ public:
+  explicit DriftingVariant(std::unique_ptr<Variant> inner) : inner_(std::move(inner)) {}
+
+  std::optional<CannotRun> support() const override { return inner_->support(); }
+  void setup(const ArrayMap& inputs) override {
+    inner_->setup(inputs);
+    runs_since_setup_ = 0;
+  }
+  void poison_outputs() override { inner_->poison_outputs(); }
+  void run() override {
+    inner_->run();
+    ++runs_since_setup_;
+  }
+  ArrayMap outputs() override {
+    ArrayMap sums = inner_->outputs();
+    for (auto& [name, array] : sums)
+      for (double& value : array.values) value *= static_cast<double>(runs_since_setup_);
+    return sums;
+  }
+
+ private:
+  std::unique_ptr<Variant> inner_;
+  int64_t runs_since_setup_ = 0;
+};
+
 }  // namespace
+
+std::unique_ptr<Variant> with_injected_drift(std::unique_ptr<Variant> variant, const std::string& row_name) {
+  if (!selects("PHASEBENCH_INJECT_DRIFT", row_name)) return variant;
+  return std::make_unique<DriftingVariant>(std::move(variant));
+}
 
 void inject_faults(const std::string& row_name) {
   if (selects("PHASEBENCH_INJECT_CRASH", row_name)) std::raise(SIGSEGV);

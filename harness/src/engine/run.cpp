@@ -131,6 +131,7 @@ class RunInProgress {
 
   void check_all();
   void time_all();
+  void check_after_timing();
 
  private:
   const std::string& name(size_t i) const { return names_.at(i); }
@@ -266,7 +267,10 @@ std::vector<CaseTiming> RunInProgress::new_timings(const std::vector<size_t>& ti
     }
   }
   const double budget_left = options_.time_budget_s - (seconds_since_epoch() - hooks_.budget_started_at);
-  fit_repetitions(fitted, plan_, std::max(0.0, budget_left));
+  // The check after the timing runs each case once more: that time comes out of the budget too.
+  double later_checks_seconds = 0;
+  for (const CaseTiming* timing : fitted) later_checks_seconds += timing->iteration_ms / 1e3;
+  fit_repetitions(fitted, plan_, std::max(0.0, budget_left - later_checks_seconds));
   for (size_t i : timed)
     if (cases_[i].status == Status::Ok) recorded[name(i)] = timings[i];
   recorder_.plan(recorded);
@@ -338,6 +342,44 @@ void RunInProgress::time_all() {
                  format_duration(seconds_since_epoch() - started_at) + " (estimated " + format_duration(estimate) + ")");
 }
 
+// Every timed case checked once more after its timing, on the state its timed runs left: what
+// was timed must be what was checked. A case an earlier worker timed is set up again and run
+// once before its checked run, so that run still follows another.
+void RunInProgress::check_after_timing() {
+  std::vector<size_t> to_check;
+  for (size_t i = 0; i < cases_.size(); ++i)
+    if (cases_[i].status == Status::Ok && !previous_.later_checks.count(name(i))) to_check.push_back(i);
+  if (to_check.empty()) return;
+  progress_.plan({{"checking after timing", to_check.size(), 1.0, {}}});
+  const double started_at = seconds_since_epoch();
+  size_t disagreed = 0;
+  for (size_t i : to_check) {
+    LiveCase& live = cases_[i];
+    begin_step(i, check_limit_seconds(plan_));
+    progress_.step(name(i));
+    if (!live.variant) {
+      if (!set_up_again(i)) continue;
+      try {
+        live.variant->run();
+      } catch (const std::exception& error) {
+        record_error(live, "run before the check after timing", error);
+      }
+    }
+    check_later_run(live, problem_of(live), "a run after the timing");
+    if (live.status == Status::Error) {
+      fail(i);
+      continue;
+    }
+    recorder_.later_check(name(i), {live.status, live.later_rel_l2_err, live.reason});
+    if (live.status == Status::Ok) continue;
+    ++disagreed;
+    note(i, "checked after timing");
+  }
+  progress_.note("checking after timing: " + std::to_string(to_check.size()) + " cases in " +
+                 format_duration(seconds_since_epoch() - started_at) + ", " + std::to_string(disagreed) +
+                 " disagreeing with their first check");
+}
+
 // ---- assembling ----------------------------------------------------------------------------------
 
 // Why a row timed with fewer repetitions than an interval needs has none; empty when it has enough.
@@ -346,6 +388,15 @@ std::string few_repetitions_note(int reps, bool reps_fixed) {
   const std::string count = std::to_string(reps) + (reps == 1 ? " repetition" : " repetitions");
   return (reps_fixed ? "timed with " + count + " (--reps)" : "timed with " + count + " to keep the time budget") +
          ": no confidence interval (it needs " + std::to_string(stats::kFewestSamplesForInterval) + ")";
+}
+
+// A row whose run after the timing disagreed with the oracle is a FAIL, its timing dropped (it
+// timed other work than was checked); every checked row keeps the later run's error.
+void apply_later_check(ResultRow& row, const LaterCheck& later) {
+  row.later_rel_l2_err = later.rel_l2_err;
+  if (row.status != Status::Ok || later.status == Status::Ok) return;
+  row.status = later.status;
+  row.reason = later.reason;
 }
 
 // What becomes of an OK row whose repetitions are fewer than planned (a stopped run).
@@ -396,6 +447,7 @@ void execute_run(const RunOptions& options, const RunRecord& previous, RunRecord
   RunInProgress run(options, previous, recorder, hooks);
   measuring_other_work(recorder, "checking", [&] { run.check_all(); });
   measuring_other_work(recorder, "timing", [&] { run.time_all(); });
+  run.check_after_timing();
 }  // the variants die here; backends finalize once, at process exit
 
 AssembledRun assemble_run(const std::vector<Case>& cases, const RunRecord& record, const RunOptions& options) {
@@ -412,6 +464,8 @@ AssembledRun assemble_run(const std::vector<Case>& cases, const RunRecord& recor
       row.status = Status::Error;
       row.reason = error->second;
     }
+    if (const auto later = record.later_checks.find(name); later != record.later_checks.end())
+      apply_later_check(row, later->second);
     bool finished = row.status != Status::Ok;
     if (row.status == Status::Ok) {
       const auto planned = record.plan.find(name);

@@ -20,6 +20,7 @@ constexpr const char* kSamples = "samples.csv";
 constexpr const char* kBenchmarks = "benchmarks.jsonl";
 constexpr const char* kPlan = "plan.json";
 constexpr const char* kErrors = "errors.tsv";
+constexpr const char* kLaterChecks = "later_checks.tsv";
 constexpr const char* kCeilings = "ceilings.json";
 constexpr const char* kArguments = "arguments.json";
 constexpr const char* kOtherWork = "other_work.jsonl";
@@ -58,6 +59,20 @@ bool drop_cut_line(const fs::path& path) {
   if (text.empty()) return false;
   if (text.back() != '\n') fs::resize_file(path, text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
   return fs::file_size(path) > 0;
+}
+
+// A reason as one field of a .tsv line.
+std::string one_line(std::string text) {
+  for (char& c : text)
+    if (c == '\n' || c == '\t') c = ' ';
+  return text;
+}
+
+std::vector<std::string> split_tabs(const std::string& line) {
+  std::vector<std::string> fields;
+  std::istringstream in(line);
+  for (std::string field; std::getline(in, field, '\t');) fields.push_back(field);
+  return fields;
 }
 
 std::vector<std::string> lines_of(const fs::path& path) {
@@ -109,6 +124,13 @@ RunRecord read_run_record(const fs::path& directory) {
     const auto tab = line.find('\t');
     if (tab != std::string::npos) record.errors[line.substr(0, tab)] = line.substr(tab + 1);
   }
+  for (const std::string& line : lines_of(directory / kLaterChecks)) {
+    const std::vector<std::string> fields = split_tabs(line);
+    const std::optional<Status> status = fields.size() >= 3 ? parse_status(fields[1]) : std::nullopt;
+    if (!status) continue;
+    record.later_checks[fields[0]] = {*status, std::strtod(fields[2].c_str(), nullptr),
+                                      fields.size() > 3 ? fields[3] : std::string()};
+  }
   record.ceilings = read_json(directory / kCeilings);
   if (auto arguments = read_json(directory / kArguments)) record.arguments = std::move(*arguments);
   for (const std::string& line : lines_of(directory / kOtherWork)) {
@@ -138,10 +160,15 @@ void RunRecorder::plan(const std::map<std::string, CaseTiming>& plan) {
 }
 
 void RunRecorder::error(const std::string& row_name, const std::string& reason) {
-  std::string one_line = reason;
-  for (char& c : one_line)
-    if (c == '\n' || c == '\t') c = ' ';
-  append(directory_ / kErrors, row_name + "\t" + one_line + "\n");
+  append(directory_ / kErrors, row_name + "\t" + one_line(reason) + "\n");
+}
+
+void RunRecorder::later_check(const std::string& row_name, const LaterCheck& check) {
+  std::ostringstream error;
+  error.precision(17);
+  error << check.rel_l2_err;
+  append(directory_ / kLaterChecks,
+         row_name + "\t" + to_string(check.status) + "\t" + error.str() + "\t" + one_line(check.reason) + "\n");
 }
 
 void RunRecorder::ceilings(const nlohmann::json& ceilings) {

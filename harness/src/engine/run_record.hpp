@@ -9,6 +9,8 @@
 //   samples.csv       samples.csv rows, one per finished repetition
 //   benchmarks.jsonl  Google Benchmark's JSON entry for each finished repetition
 //   plan.json         the timing plan: per case, repetitions and iterations per repetition
+//   later_checks.tsv  "<row name>\t<status>\t<rel_l2_err>\t<reason>": the check of a run after
+//                     the timing, one line per case checked (run.cpp's check_after_timing)
 //   errors.tsv        "<row name>\t<reason>": cases that ended as ERROR outside their check (a
 //                     crash, a time-out, a throw while timed), whatever the other files say of them
 //   ceilings.json     the roofline ceilings the run uses
@@ -38,12 +40,20 @@ struct CaseTiming {
   double iteration_ms = 0;  // measured per iteration when planned
 };
 
+/// The check of a run after the timing: OK, or FAIL with the reason.
+struct LaterCheck {
+  Status status = Status::Ok;
+  double rel_l2_err = 0;  // the worst output's
+  std::string reason;
+};
+
 struct RunRecord {
   std::map<std::string, ResultRow> checked;                 // by row name
   std::map<std::string, std::vector<SampleRow>> samples;     // by row key, in repetition order
   std::map<std::string, std::vector<nlohmann::json>> benchmark_entries;  // parallel to samples
   std::map<std::string, CaseTiming> plan;                   // empty until timing was planned
   std::map<std::string, std::string> errors;                // by row name: the reason
+  std::map<std::string, LaterCheck> later_checks;           // by row name
   std::optional<nlohmann::json> ceilings;
   nlohmann::json arguments;                                  // null when not recorded
   std::vector<nlohmann::json> other_work;                    // other_work.jsonl's lines, in order
@@ -65,6 +75,7 @@ class RunRecorder {
   void repetition(const SampleRow& sample, const nlohmann::json& benchmark_entry);
   void plan(const std::map<std::string, CaseTiming>& plan);
   void error(const std::string& row_name, const std::string& reason);
+  void later_check(const std::string& row_name, const LaterCheck& check);
   void ceilings(const nlohmann::json& ceilings);
   void arguments(const nlohmann::json& arguments);
   /// A stage's length and the other work meanwhile, in cores (NaN: not measured).

@@ -1,4 +1,5 @@
-// `verify`: correctness only, on several fresh seeds and every size that fits in memory.
+// `verify`: correctness only, on several fresh seeds and every size that fits in memory, each case
+// checked on three runs from one setup.
 
 #include <sys/sysinfo.h>
 
@@ -45,13 +46,16 @@ std::string describe(const detail::LiveCase& live) {
   return text.str();
 }
 
-// Checks one case on one seed; the problem (inputs and fp64 outputs) is made on first use and
-// shared by the workload's other cases.
+// Checks one case on one seed, on each of its runs from the same setup (what is timed must be
+// what was checked); the problem (inputs and fp64 outputs) is made on first use and shared by the
+// workload's other cases.
 VerifyLine verify_case(const Case& c, uint64_t seed, std::map<std::string, detail::Problem>& problems, int threads) {
   const detail::Problem& problem = detail::problem_for(problems, c, seed);
   detail::LiveCase live(c);
   detail::prepare(live, problem, threads);
   detail::check(live, problem);
+  for (int run = 2; run <= detail::kVerifiedRunsPerCase; ++run)
+    detail::check_later_run(live, problem, "run " + std::to_string(run) + " of the same setup");
   return {c.row_name(), seed, live.status, describe(live)};
 }
 
