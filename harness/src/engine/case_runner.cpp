@@ -67,9 +67,21 @@ void prepare(LiveCase& live, const Problem& problem, int threads) {
 
 namespace {
 
+// Poisons the outputs, runs once and waits for the device: the run a check looks at.
+void poisoned_run(LiveCase& live) {
+  live.variant->poison_outputs();
+  live.variant->run();
+  live.spec.backend->synchronize(live.spec.device);
+}
+
+// The outputs of the variant's last run against the oracle, with the checks of its phase and size.
+CheckResult compare_with_oracle(LiveCase& live, const Problem& problem) {
+  return check_outputs(live.variant->outputs(), problem.reference,
+                       live.spec.workload->outputs_for(live.spec.phase, live.spec.size));
+}
+
 void judge_outputs(LiveCase& live, const Problem& problem) {
-  live.check = check_outputs(live.variant->outputs(), problem.reference,
-                             live.spec.workload->outputs_for(live.spec.phase, live.spec.size));
+  live.check = compare_with_oracle(live, problem);
   if (!live.spec.known_bug.empty()) live.check = judge_known_bug(std::move(live.check), live.spec.known_bug);
   live.status = live.check.status;
   live.reason = live.check.reason;
@@ -80,11 +92,8 @@ void judge_outputs(LiveCase& live, const Problem& problem) {
 void check_later_run(LiveCase& live, const Problem& problem, const std::string& which_run) {
   if (!live.variant || live.status != Status::Ok) return;
   try {
-    live.variant->poison_outputs();
-    live.variant->run();
-    live.spec.backend->synchronize(live.spec.device);
-    CheckResult later = check_outputs(live.variant->outputs(), problem.reference,
-                                      live.spec.workload->outputs_for(live.spec.phase, live.spec.size));
+    poisoned_run(live);
+    CheckResult later = compare_with_oracle(live, problem);
     live.later_rel_l2_err = later.worst.rel_l2_err;
     if (later.status == Status::Ok) return;
     live.status = Status::Fail;
@@ -99,9 +108,7 @@ void check_later_run(LiveCase& live, const Problem& problem, const std::string& 
 void check(LiveCase& live, const Problem& problem) {
   if (!live.variant) return;
   try {
-    live.variant->poison_outputs();
-    live.variant->run();
-    live.spec.backend->synchronize(live.spec.device);
+    poisoned_run(live);
     judge_outputs(live, problem);
   } catch (const std::exception& error) {
     record_error(live, "checked run", error);
