@@ -55,6 +55,9 @@ struct ResultRow {
   // Added column: the ceiling roofline_pct is measured against: "compute", "memory" or the cache
   // level the row's data are streamed from ("L2"); empty when roofline_pct is.
   std::string bound;
+  // Added column: a scaled size's factor of the default size (`size` "0.25x": 0.25); empty for a
+  // named size.
+  double scale = kMissing;
 };
 
 struct SampleRow {

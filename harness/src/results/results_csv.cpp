@@ -160,7 +160,7 @@ Field<Row> name_field(const char* name, std::string Row::*member, bool (*accepts
 }
 template <typename Row>
 Field<Row> size_field(std::string Row::*member) {
-  return name_field<Row>("size", member, &is_size_name, "a size (small, default or large)");
+  return name_field<Row>("size", member, &is_size_name, "a size (small, default, large or a scale such as 0.25x)");
 }
 template <typename Row>
 Field<Row> backend_field(std::string Row::*member) {
@@ -179,26 +179,43 @@ Field<Row> nonempty_field(const char* name, std::string Row::*member, bool requi
 
 using R = ResultRow;
 const auto& result_fields() {
+  // clang-format off: the columns in the contract's order, grouped by hand
   static const std::array fields{
-      field("run_id", &R::run_id), nonempty_field("suite", &R::suite), nonempty_field("workload", &R::workload),
-      size_field(&R::size), backend_field(&R::backend), device_field(&R::device),
-      count_field("phase_index", &R::phase_index), nonempty_field("phase", &R::phase), field("exact", &R::exact),
-      field("status", &R::status), field("reason", &R::reason),
-      error_field("rel_l2_err", &R::rel_l2_err), error_field("max_abs_err", &R::max_abs_err),
-      error_field("tolerance", &R::tolerance), count_field("reps", &R::reps),
-      time_field("median_ms", &R::median_ms), time_field("min_ms", &R::min_ms), time_field("max_ms", &R::max_ms),
-      time_field("ci_low_ms", &R::ci_low_ms), time_field("ci_high_ms", &R::ci_high_ms),
+      field("run_id", &R::run_id),
+      nonempty_field("suite", &R::suite),
+      nonempty_field("workload", &R::workload),
+      size_field(&R::size),
+      backend_field(&R::backend),
+      device_field(&R::device),
+      count_field("phase_index", &R::phase_index),
+      nonempty_field("phase", &R::phase),
+      field("exact", &R::exact),
+      field("status", &R::status),
+      field("reason", &R::reason),
+      error_field("rel_l2_err", &R::rel_l2_err),
+      error_field("max_abs_err", &R::max_abs_err),
+      error_field("tolerance", &R::tolerance),
+      count_field("reps", &R::reps),
+      time_field("median_ms", &R::median_ms),
+      time_field("min_ms", &R::min_ms),
+      time_field("max_ms", &R::max_ms),
+      time_field("ci_low_ms", &R::ci_low_ms),
+      time_field("ci_high_ms", &R::ci_high_ms),
       rate_field("speedup_vs_prev", &R::speedup_vs_prev),
       rate_field("speedup_vs_phase0", &R::speedup_vs_phase0),
       rate_field("speedup_vs_reference", &R::speedup_vs_reference),
-      rate_field("claimed_min", &R::claimed_min), rate_field("claimed_max", &R::claimed_max),
+      rate_field("claimed_min", &R::claimed_min),
+      rate_field("claimed_max", &R::claimed_max),
       count_field("host_syncs_per_iter", &R::host_syncs_per_iter),
       count_field("ops_per_iter", &R::ops_per_iter),
-      count_field("bytes_alloc_per_iter", &R::bytes_alloc_per_iter), field("gb_per_s", &R::gb_per_s),
-      field("gflop_per_s", &R::gflop_per_s), field("roofline_pct", &R::roofline_pct),
+      count_field("bytes_alloc_per_iter", &R::bytes_alloc_per_iter),
+      field("gb_per_s", &R::gb_per_s),
+      field("gflop_per_s", &R::gflop_per_s),
+      field("roofline_pct", &R::roofline_pct),
       field("threads", &R::threads),
       // added columns: optional when reading, so older files still load
-      field("shape", &R::shape, false), field("seed", &R::seed, false),
+      field("shape", &R::shape, false),
+      field("seed", &R::seed, false),
       field("worst_output", &R::worst_output, false),
       field("speedup_vs_prev_ci_low", &R::speedup_vs_prev_ci_low, false),
       field("speedup_vs_prev_ci_high", &R::speedup_vs_prev_ci_high, false),
@@ -213,8 +230,11 @@ const auto& result_fields() {
       field("step_budget", &R::step_budget, false),
       field("ops_by_region", &R::ops_by_region, false),
       field("step_memory_bytes", &R::step_memory_bytes, false),
-      field("disturbed", &R::disturbed, false), field("bound", &R::bound, false),
+      field("disturbed", &R::disturbed, false),
+      field("bound", &R::bound, false),
+      non_negative(field("scale", &R::scale, false), "a scale"),
   };
+  // clang-format on
   return fields;
 }
 
