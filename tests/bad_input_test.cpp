@@ -202,23 +202,9 @@ std::string with_dir(std::string text, const fs::path& dir) {
   return text;
 }
 
-// The command line run in this process (run_cli, as main() calls it): 37 rules times 4 commands
-// would start the executable 148 times. Arguments are split at spaces (the paths have none).
-testing::ProcessResult run_in_process(const std::string& arguments) {
-  std::vector<std::string> words{"phasebench"};
-  std::istringstream in(arguments);
-  for (std::string word; in >> word;) words.push_back(word);
-  std::vector<char*> argv;
-  for (std::string& word : words) argv.push_back(word.data());
-  argv.push_back(nullptr);
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  testing::ProcessResult result;
-  result.exit_code = run_cli(static_cast<int>(words.size()), argv.data());
-  result.output = ::testing::internal::GetCapturedStdout();
-  result.output += ::testing::internal::GetCapturedStderr();
-  return result;
-}
+// The command line run in this process: 37 rules times 4 commands would start the executable 148
+// times.
+using testing::run_in_process;
 
 class BadInput : public ::testing::TestWithParam<std::tuple<BrokenRun, Command>> {};
 

@@ -19,6 +19,10 @@
 #include <thread>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include "phasebench/cli.hpp"
+
 extern char** environ;
 
 namespace pb::testing {
@@ -57,6 +61,24 @@ inline std::string deliberate_crash_environment() {
 /// that needs one skip without it rather than fail.
 inline bool backend_built(const std::string& backend) {
   return run_phasebench("list --backend " + backend).exit_code == 0;
+}
+
+/// The command line run in this process (run_cli, as main() calls it), its output captured.
+/// Arguments are split at spaces (paths with spaces do not pass).
+inline ProcessResult run_in_process(const std::string& arguments, CliMode mode = CliMode::Execute) {
+  std::vector<std::string> words{"phasebench"};
+  std::istringstream in(arguments);
+  for (std::string word; in >> word;) words.push_back(word);
+  std::vector<char*> argv;
+  for (std::string& word : words) argv.push_back(word.data());
+  argv.push_back(nullptr);
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  ProcessResult result;
+  result.exit_code = run_cli(static_cast<int>(words.size()), argv.data(), mode);
+  result.output = ::testing::internal::GetCapturedStdout();
+  result.output += ::testing::internal::GetCapturedStderr();
+  return result;
 }
 
 /// A fresh, not yet existing path under the temp directory.

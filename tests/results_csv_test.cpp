@@ -22,7 +22,7 @@ const char* kGoldenResultsHeader =
     "shape,seed,worst_output,speedup_vs_prev_ci_low,speedup_vs_prev_ci_high,"
     "speedup_vs_phase0_ci_low,speedup_vs_phase0_ci_high,speedup_vs_reference_ci_low,"
     "speedup_vs_reference_ci_high,iterations_per_rep,schema,step_output,step_rel_l2_err,step_budget,"
-    "ops_by_region,step_memory_bytes,disturbed,bound,later_rel_l2_err";
+    "ops_by_region,step_memory_bytes,disturbed,bound,later_rel_l2_err,scale";
 const char* kGoldenSamplesHeader = "workload,size,backend,device,phase,rep,ms,suite,cpu_ms,others_cores,rep_ms";
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
@@ -67,6 +67,8 @@ ResultRow sample_row() {
   row.ops_by_region = "anxiety=6;phase_scale=28";
   row.step_memory_bytes = "0;4096;8192";
   row.bound = "L2";
+  row.size = "0.25x";
+  row.scale = 0.25;
   return row;
 }
 
@@ -95,6 +97,9 @@ TEST(ResultsCsv, RowsRoundTripThroughTheCsvParser) {
   EXPECT_EQ(row.ops_by_region, "anxiety=6;phase_scale=28");
   EXPECT_EQ(row.step_memory_bytes, "0;4096;8192");
   EXPECT_EQ(row.bound, "L2");
+  EXPECT_EQ(row.size, "0.25x");
+  EXPECT_DOUBLE_EQ(row.scale, 0.25);
+  EXPECT_TRUE(std::isnan(rows[1].scale));  // a named size has none
   EXPECT_TRUE(row.exact);
   EXPECT_EQ(rows[1].schema, kResultsSchemaVersion);
 }

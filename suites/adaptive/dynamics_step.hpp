@@ -53,15 +53,25 @@ inline constexpr const char* kHiddenRegion = "hidden";           // _update_hidd
 inline constexpr const char* kEnergyRegion = "energy";           // _update_energy_with_anxiety
 
 inline ref::Dimensions dimensions(SizeClass size) {
-  switch (size) {  // B, N, H, I, S
-    case SizeClass::Small: return {2, 5, 6, 4, 8};
-    case SizeClass::Default: return {32, 100, 64, 64, 8};
-    case SizeClass::Large: return {128, 1000, 64, 64, 8};
+  switch (size.name()) {  // B, N, H, I, S
+    case SizeName::Small:
+      return {2, 5, 6, 4, 8};
+    case SizeName::Default:
+      return {32, 100, 64, 64, 8};
+    case SizeName::Large:
+      return {128, 1000, 64, 64, 8};
+    case SizeName::Scaled: {
+      // A scale grows the batch (B, at least one); nodes, widths and steps are the default's.
+      ref::Dimensions scaled = dimensions(SizeClass::Default);
+      scaled.batch = scaling::count(scaled.batch, size.scale());
+      return scaled;
+    }
   }
   return {2, 5, 6, 4, 8};
 }
 
-/// The size whose input x has the shape of `x` (std::invalid_argument when none has).
+/// The size whose input x has the shape of `x`: a named size's, else a scale's (the default's
+/// dimensions at x's batch); std::invalid_argument when none has.
 ref::Dimensions dimensions_of(const HostArray& x);
 
 /// An input's values converted to Scalar.

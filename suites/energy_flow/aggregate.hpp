@@ -41,20 +41,36 @@ inline constexpr const char* kVectorizedFlows = "vectorized_flows";
 inline constexpr const char* kLegacyXyGrouping = "legacy_xy_grouping";
 
 inline ref::Lattice lattice(SizeClass size) {
-  switch (size) {  // W, H, D, B, F
-    case SizeClass::Small: return {5, 4, 3, 2, 37};
-    case SizeClass::Default: return {28, 28, 40, 16, 50'000};
-    case SizeClass::Large: return {100, 100, 50, 32, 1'000'000};
+  switch (size.name()) {  // W, H, D, B, F
+    case SizeName::Small:
+      return {5, 4, 3, 2, 37};
+    case SizeName::Default:
+      return {28, 28, 40, 16, 50'000};
+    case SizeName::Large:
+      return {100, 100, 50, 32, 1'000'000};
+    case SizeName::Scaled: {
+      // A scale grows the flows (F, at least one) on the default's lattice. A count that is a named
+      // size's own F is moved up by one, so that the inputs still say their lattice (lattice_of).
+      ref::Lattice scaled = lattice(SizeClass::Default);
+      scaled.flows = scaling::count(scaled.flows, size.scale());
+      for (const SizeClass named : {SizeClass::Small, SizeClass::Large})
+        if (scaled.flows == lattice(named).flows) ++scaled.flows;
+      return scaled;
+    }
   }
   throw std::invalid_argument("unknown energy_flow size");
 }
 
-/// The lattice whose flow count the inputs have (every size has its own F).
+/// The lattice whose flow count the inputs have: every named size has its own F, and a scale's is
+/// the default lattice with the inputs' F.
 inline ref::Lattice lattice_of(const ArrayMap& inputs) {
   const int64_t flows = require(inputs, kEnergy).numel();
   for (SizeClass size : all_sizes())
     if (lattice(size).flows == flows) return lattice(size);
-  throw std::invalid_argument(kEnergy + " has " + std::to_string(flows) + " flows, which is no energy_flow size");
+  if (flows < 1) throw std::invalid_argument(kEnergy + " has no flows, which is no energy_flow size");
+  ref::Lattice scaled = lattice(SizeClass::Default);
+  scaled.flows = flows;
+  return scaled;
 }
 
 /// The flows of the inputs, as Scalar.

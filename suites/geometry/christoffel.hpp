@@ -38,10 +38,15 @@ struct ChristoffelSize {
 };
 
 inline ChristoffelSize christoffel_size(SizeClass size) {
-  switch (size) {
-    case SizeClass::Small: return {2, 3};
-    case SizeClass::Default: return {8, 256};
-    case SizeClass::Large: return {16, 1024};
+  switch (size.name()) {
+    case SizeName::Small:
+      return {2, 3};
+    case SizeName::Default:
+      return {8, 256};
+    case SizeName::Large:
+      return {16, 1024};
+    case SizeName::Scaled:  // a scale grows the points per batch row (N, at least one); B stays 8
+      return {8, scaling::count(256, size.scale())};
   }
   return {2, 3};
 }

@@ -41,10 +41,15 @@ struct MetricShape {
 };
 
 inline MetricShape metric_shape(SizeClass size) {
-  switch (size) {
-    case SizeClass::Small: return {2, 5};
-    case SizeClass::Default: return {16, 1024};
-    case SizeClass::Large: return {16, 8192};
+  switch (size.name()) {
+    case SizeName::Small:
+      return {2, 5};
+    case SizeName::Default:
+      return {16, 1024};
+    case SizeName::Large:
+      return {16, 8192};
+    case SizeName::Scaled:  // a scale grows the positions (N, at least one); B stays 16
+      return {16, scaling::count(1024, size.scale())};
   }
   throw std::invalid_argument("unknown complex_metric size");
 }

@@ -21,10 +21,21 @@ namespace ref = pb::reference::geometry;
 
 /// Nx x Ny x D x D of the suite's definition (docs/geometry.md), shared by both workloads.
 inline ref::FieldShape field_shape(SizeClass size) {
-  switch (size) {
-    case SizeClass::Small: return {7, 6, 2};
-    case SizeClass::Default: return {64, 64, 16};
-    case SizeClass::Large: return {128, 128, 16};
+  switch (size.name()) {
+    case SizeName::Small:
+      return {7, 6, 2};
+    case SizeName::Default:
+      return {64, 64, 16};
+    case SizeName::Large:
+      return {128, 128, 16};
+    case SizeName::Scaled: {
+      // A scale grows the grid, each side by its square root (at least one point); D stays 16.
+      ref::FieldShape scaled = field_shape(SizeClass::Default);
+      const double side = std::sqrt(size.scale());
+      scaled.nx = scaling::count(scaled.nx, side);
+      scaled.ny = scaling::count(scaled.ny, side);
+      return scaled;
+    }
   }
   throw std::invalid_argument("unknown geometry field size");
 }

@@ -38,9 +38,17 @@ struct ConvShape {
 };
 
 inline ConvShape conv_shape(SizeClass size) {
-  if (size == SizeClass::Small) return {2, 13, 3};
-  if (size == SizeClass::Default) return {8, 4096, 64};
-  return {16, 16384, 64};
+  switch (size.name()) {
+    case SizeName::Small:
+      return {2, 13, 3};
+    case SizeName::Default:
+      return {8, 4096, 64};
+    case SizeName::Large:
+      return {16, 16384, 64};
+    case SizeName::Scaled:  // a scale grows the batch (at least one); N and the channels stay the default's
+      return {scaling::count(8, size.scale()), 4096, 64};
+  }
+  return {2, 13, 3};
 }
 
 /// The definition's parameter values, in ref::KernelParam order: wl = (1, 0, 0),

@@ -34,7 +34,12 @@ inline std::string grad_name(int j) { return std::string("grad.") + (j < 10 ? "0
 /// per block 4 x [w,w] (attention), [4w,w] and [w,4w] (MLP), 2 x [w] (norms).
 inline std::vector<std::vector<int64_t>> parameter_shapes(SizeClass size) {
   if (size == SizeClass::Small) return {{5}, {4, 3}, {11}};
-  const int64_t blocks = size == SizeClass::Default ? 6 : 12, width = size == SizeClass::Default ? 512 : 1024;
+  // A scale keeps the default's 6 blocks (48 tensors) and grows the values: the width by the
+  // scale's square root, in whole blocks of 16 (at least 16).
+  const int64_t blocks = size == SizeClass::Large ? 12 : 6;
+  const int64_t width = size == SizeClass::Large     ? 1024
+                        : size == SizeClass::Default ? 512
+                                                     : scaling::whole_blocks(512, std::sqrt(size.scale()), 16);
   std::vector<std::vector<int64_t>> shapes;
   for (int64_t b = 0; b < blocks; ++b) {
     for (int i = 0; i < 4; ++i) shapes.push_back({width, width});

@@ -34,10 +34,15 @@ struct StateShape {
 };
 
 inline StateShape state_shape(SizeClass size) {
-  switch (size) {
-    case SizeClass::Small: return {2, 9};
-    case SizeClass::Default: return {16, 4096};
-    case SizeClass::Large: return {64, 16384};
+  switch (size.name()) {
+    case SizeName::Small:
+      return {2, 9};
+    case SizeName::Default:
+      return {16, 4096};
+    case SizeName::Large:
+      return {64, 16384};
+    case SizeName::Scaled:  // a scale grows the sequence (L, at least one step); B stays 16
+      return {16, scaling::count(4096, size.scale())};
   }
   throw std::invalid_argument("unknown mamba_conjugate size");
 }

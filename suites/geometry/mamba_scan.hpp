@@ -68,10 +68,15 @@ struct Dims {
 };
 
 inline Dims dims(SizeClass size) {
-  switch (size) {
-    case SizeClass::Small: return {2, 9, 16, 32};
-    case SizeClass::Default: return {4, 256, 512, 1024};
-    case SizeClass::Large: return {8, 1024, 512, 1024};
+  switch (size.name()) {
+    case SizeName::Small:
+      return {2, 9, 16, 32};
+    case SizeName::Default:
+      return {4, 256, 512, 1024};
+    case SizeName::Large:
+      return {8, 1024, 512, 1024};
+    case SizeName::Scaled:  // a scale grows the batch (B, at least one); L stays 256, inside fp32's range
+      return {scaling::count(4, size.scale()), 256, 512, 1024};
   }
   throw std::invalid_argument("unknown mamba_scan size");
 }

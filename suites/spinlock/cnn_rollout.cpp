@@ -87,7 +87,7 @@ class CnnRollout final : public Workload {
 
   ArrayMap reference_fp64(const ArrayMap& inputs) const override {
     const HostArray& x0 = require(inputs, kInitialField);
-    const ref::Architecture a = architecture_of(x0);
+    const ref::Architecture a = architecture_of(inputs);
     const auto weights = load_weights<double>(inputs, a);
     const std::vector<int64_t> shape{a.steps, a.realizations, ref::kFieldChannels, a.height, a.width};
     ArrayMap out;
@@ -190,10 +190,23 @@ class CnnRollout final : public Workload {
   }
 
  private:
-  ref::Architecture architecture_of(const HostArray& x0) const {
+  // A named size has its own grid or first block; a scale is the default's architecture on the
+  // inputs' grid.
+  ref::Architecture architecture_of(const ArrayMap& inputs) const {
+    const HostArray& x0 = require(inputs, kInitialField);
+    const HostArray& first_weight = require(inputs, block_input(0, "weight"));
     for (SizeClass size : all_sizes()) {
       const ref::Architecture a = architecture(size, policy_);
-      if (x0.shape == std::vector<int64_t>{ref::kFieldChannels, a.height, a.width}) return a;
+      if (x0.shape == std::vector<int64_t>{ref::kFieldChannels, a.height, a.width} &&
+          first_weight.shape == std::vector<int64_t>{a.c0, ref::kFieldChannels, a.kernel, a.kernel})
+        return a;
+    }
+    ref::Architecture scaled = architecture(SizeClass::Default, policy_);
+    if (x0.shape.size() == 3 && x0.shape[0] == ref::kFieldChannels && x0.shape[1] >= scaled.kernel &&
+        x0.shape[2] >= scaled.kernel) {
+      scaled.height = static_cast<int>(x0.shape[1]);
+      scaled.width = static_cast<int>(x0.shape[2]);
+      return scaled;
     }
     throw std::invalid_argument("x0 has shape " + x0.shape_string() + ", which is no spinlock size");
   }

@@ -53,10 +53,22 @@ inline ref::ModelOptions model_of(const PhasePlan& plan) {
 /// backend, docs/reliability-mutation.md); a 5x5 rollout also takes the general convolution path
 /// of the variants that have a 3x3 fast path, beside the two policies that take the fast one.
 inline ref::Architecture architecture(SizeClass size, ref::Policy policy) {
-  switch (size) {  // H, W, M, T, num_layers, c0, k
-    case SizeClass::Small: return {9, 7, 2, 3, 2, 4, policy == ref::Policy::Convex ? 5 : 3};
-    case SizeClass::Default: return {64, 64, 3, 16, 3, 16, 3};
-    case SizeClass::Large: return {128, 128, 3, 64, 3, 32, 3};
+  switch (size.name()) {  // H, W, M, T, num_layers, c0, k
+    case SizeName::Small:
+      return {9, 7, 2, 3, 2, 4, policy == ref::Policy::Convex ? 5 : 3};
+    case SizeName::Default:
+      return {64, 64, 3, 16, 3, 16, 3};
+    case SizeName::Large:
+      return {128, 128, 3, 64, 3, 32, 3};
+    case SizeName::Scaled: {
+      // A scale grows the grid, each side by its square root, to at least the kernel's width; the
+      // realizations, steps, layers, channels and kernel are the default's.
+      ref::Architecture scaled = architecture(SizeClass::Default, policy);
+      const double side = std::sqrt(size.scale());
+      scaled.height = static_cast<int>(scaling::count(scaled.height, side, scaled.kernel));
+      scaled.width = static_cast<int>(scaling::count(scaled.width, side, scaled.kernel));
+      return scaled;
+    }
   }
   throw std::invalid_argument("unknown spinlock size");
 }

@@ -20,10 +20,20 @@ struct Trainer2Size {
 };
 
 inline Trainer2Size trainer2_size(SizeClass size) {
-  switch (size) {
-    case SizeClass::Small: return {3, 7, 12, 9, 6, 5, 3, 5};
-    case SizeClass::Default: return {16, 128, 256, 2048, 28, 28, 16, 64};
-    case SizeClass::Large: return {16, 1024, 768, 2048, 28, 28, 16, 64};
+  switch (size.name()) {
+    case SizeName::Small:
+      return {3, 7, 12, 9, 6, 5, 3, 5};
+    case SizeName::Default:
+      return {16, 128, 256, 2048, 28, 28, 16, 64};
+    case SizeName::Large:
+      return {16, 1024, 768, 2048, 28, 28, 16, 64};
+    case SizeName::Scaled: {
+      // A scale grows the batch (B rows, at least one); the token window, state width, bank,
+      // field and window steps are the default's.
+      Trainer2Size scaled = trainer2_size(SizeClass::Default);
+      scaled.batch = static_cast<int>(scaling::count(scaled.batch, size.scale()));
+      return scaled;
+    }
   }
   throw std::invalid_argument("unknown trainer2 size");
 }

@@ -58,6 +58,9 @@ struct ResultRow {
   // Added column: the worst relative L2 error of the check of a run after the timing (poisoned,
   // run, checked on the state the timed runs left); missing when no such check ran.
   double later_rel_l2_err = kMissing;
+  // Added column: a scaled size's factor of the default size (`size` "0.25x": 0.25); empty for a
+  // named size.
+  double scale = kMissing;
 };
 
 struct SampleRow {

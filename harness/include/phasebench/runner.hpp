@@ -65,7 +65,7 @@ constexpr double kDefaultTimeBudgetSeconds = 480;
 
 struct RunOptions {
   Selection selection;
-  SizeClass size = SizeClass::Default;
+  std::vector<SizeClass> sizes{SizeClass::Default};  // every case at each, in one interleaved schedule
   int reps = 10;            // repetitions per timed case while the budget allows, never fewer than 3
   bool reps_fixed = false;  // --reps given: exactly `reps`, whatever the budget
   int threads = 1;

@@ -15,14 +15,9 @@
 
 #include "phasebench/arrays.hpp"
 #include "phasebench/phases.hpp"
+#include "phasebench/size.hpp"
 
 namespace pb {
-
-enum class SizeClass { Small, Default, Large };
-
-std::string to_string(SizeClass size);
-std::optional<SizeClass> parse_size(std::string_view text);
-std::vector<SizeClass> all_sizes();
 
 /// One rung of a workload's optimization ladder: the one optimization it adds, what that needs of
 /// a backend or device, and the seed document's claim for it. Phase 0 ("baseline") adds nothing.
@@ -145,7 +140,9 @@ class Workload {
   std::string full_name() const { return suite() + "/" + name(); }
   virtual std::string description() const = 0;
 
-  /// The dimensions of a size class, as "B=16 K=2176 n=8".
+  /// The dimensions of a size, as "B=16 K=2176 n=8". A scaled size takes the default's shape
+  /// through the workload's scale rule (declared next to its named sizes in suites/), and every
+  /// method below follows that shape.
   virtual std::string shape(SizeClass size) const = 0;
   /// The inputs for (size, seed): deterministic, identical for every backend; never all zeros.
   virtual ArrayMap make_inputs(SizeClass size, uint64_t seed) const = 0;
@@ -181,6 +178,13 @@ class Workload {
 struct WorkloadRegistration {
   explicit WorkloadRegistration(std::shared_ptr<const Workload> workload);
 };
+
+/// The machine's memory in bytes (sysinfo's total RAM).
+double machine_memory_bytes();
+/// Throws InputError, naming the size and the workload, when a scaled size has no valid shape for
+/// `workload` (a dimension past the range of an int) or its memory_bytes exceed the machine's
+/// memory; named sizes always pass. Computes the shape only: nothing is allocated.
+void require_valid_size(const Workload& workload, SizeClass size);
 
 std::vector<std::shared_ptr<const Workload>> registered_workloads();  // sorted by full name
 std::shared_ptr<const Workload> find_workload(std::string_view full_name);

@@ -23,7 +23,7 @@ namespace {
 
 int default_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
-const std::vector<std::string> kSizeNames{"small", "default", "large"};
+constexpr const char* kSizeHelp = "small, default, large, or a scale of the default such as 4x, 0.25x, 1/16x";
 
 void add_selection(CLI::App& command, Selection& selection, bool with_backend) {
   command.add_option("--suite", selection.suite, "only this suite (e.g. trainer2)");
@@ -34,7 +34,12 @@ void add_selection(CLI::App& command, Selection& selection, bool with_backend) {
         ->delimiter(',');
 }
 
-SizeClass size_from(const std::string& name) { return *parse_size(name); }
+// One size: a list of one item.
+SizeClass one_size(const std::string& text) {
+  const std::vector<SizeClass> sizes = parse_size_list(text);
+  if (sizes.size() != 1) throw InputError("--size '" + text + "': this command takes one size, not a list");
+  return sizes.front();
+}
 
 CLI::Option* add_seed_option(CLI::App& command, const std::string& name, uint64_t& seed, const std::string& help) {
   return add_number_option<uint64_t>(command, name, seed, help, 0, UINT64_MAX);
@@ -69,15 +74,18 @@ int run_cli(int argc, char** argv, CliMode mode) {
   app.set_version_flag("--version", std::string("phasebench ") + PHASEBENCH_VERSION);
 
   Selection list_selection;
+  std::string list_size = "default";
   CLI::App* list = app.add_subcommand("list", "workloads, backends, phases and availability with reasons");
   add_selection(*list, list_selection, true);
+  list->add_option("--size", list_size, std::string("the size whose shapes to show: ") + kSizeHelp);
 
   commands::RunCommand run_command;
   run_command.options.threads = default_threads();
   std::string run_size = "default";
   CLI::App* run = app.add_subcommand("run", "check, count and time the selected variants; write a run directory");
   add_selection(*run, run_command.options.selection, true);
-  run->add_option("--size", run_size, "small, default or large")->check(CLI::IsMember(kSizeNames));
+  run->add_option("--size", run_size,
+                  std::string("sizes, comma-separated, every case at each in one schedule: ") + kSizeHelp);
   add_number_option(*run, "--reps", run_command.options.reps,
                   "timed repetitions of every case, whatever the time budget (default: 10 while the budget "
                   "allows, at least 3 while 3 of every case fit, else at least 1)", 1, 100000);
@@ -105,8 +113,9 @@ int run_cli(int argc, char** argv, CliMode mode) {
   add_selection(*verify, verify_options.selection, true);
   add_number_option(*verify, "--seeds", verify_options.seeds, "fresh seeds per size (default 3)", 1, 1000);
   add_seed_option(*verify, "--seed", verify_options.first_seed, "first seed (default 1)");
-  verify->add_option("--size", verify_size, "only this size (default: every size that fits)")
-      ->check(CLI::IsMember(kSizeNames));
+  verify->add_option(
+      "--size", verify_size,
+      std::string("only these sizes, comma-separated (default: every named size that fits): ") + kSizeHelp);
   add_number_option(*verify, "--threads", verify_options.threads, "CPU threads (default: all cores)", 1, 4096);
   add_number_option(*verify, "--hang-timeout", verify_command.hang_timeout_s,
                      "seconds one check may take before it is ended and reported ERROR \"timed out\" (default 300)", 0.1, 1e7);
@@ -116,7 +125,7 @@ int run_cli(int argc, char** argv, CliMode mode) {
   std::string dump_size = "small";
   CLI::App* dump = app.add_subcommand("dump", "inputs and fp64 reference outputs as .npy with a manifest.json");
   dump->add_option("--workload", dump_command.workload, "suite/workload, e.g. trainer2/lior_step")->required();
-  dump->add_option("--size", dump_size, "small, default or large (default small)")->check(CLI::IsMember(kSizeNames));
+  dump->add_option("--size", dump_size, std::string("one size (default small): ") + kSizeHelp);
   add_seed_option(*dump, "--seed", dump_command.seed, "input seed (default 1)");
   dump->add_option("--out", dump_command.out_dir, "directory to create (must not exist)")->required();
 
@@ -145,15 +154,16 @@ int run_cli(int argc, char** argv, CliMode mode) {
 
   try {
     // Options that need more than CLI11's checks, settled before anything runs.
-    run_command.options.size = size_from(run_size);
+    const SizeClass shown_size = one_size(list_size);
+    run_command.options.sizes = parse_size_list(run_size);
     run_command.options.reps_fixed = run->count("--reps") > 0;
     if (run_command.options.quick && !run_command.options.reps_fixed) run_command.options.reps = 3;
     if (*run && *resume) require_alone(*run, resume);
-    if (!verify_size.empty()) verify_options.sizes = {size_from(verify_size)};
-    dump_command.size = size_from(dump_size);
+    if (!verify_size.empty()) verify_options.sizes = parse_size_list(verify_size);
+    dump_command.size = one_size(dump_size);
     if (mode == CliMode::ParseOnly) return 0;
 
-    if (*list) return commands::list(list_selection);
+    if (*list) return commands::list(list_selection, shown_size);
     if (*run) return commands::run(std::move(run_command));
     if (*verify) return commands::verify(std::move(verify_command), argc, argv);
     if (*dump) return commands::dump(dump_command);

@@ -65,8 +65,8 @@ void list_backends(const Selection& selection) {
 
 }  // namespace
 
-int list(const Selection& selection) {
-  const std::vector<Case> cases = plan_cases(selection, SizeClass::Default);
+int list(const Selection& selection, SizeClass size) {
+  const std::vector<Case> cases = plan_cases(selection, size);
   std::cout << "workloads\n";
   for (const auto& workload : registered_workloads()) {
     std::vector<const Case*> mine;
@@ -74,6 +74,7 @@ int list(const Selection& selection) {
       if (c.workload == workload) mine.push_back(&c);
     if (mine.empty()) continue;
     std::cout << "  " << workload->full_name() << ": " << workload->description() << "\n";
+    std::cout << "      shape " << to_string(size) << ": " << workload->shape(size) << "\n";
     for (const PhaseInfo& phase : workload->phases())
       std::cout << "      phase " << phase.index << " " << std::left << std::setw(25) << phase.name
                 << (phase.exact ? "exact   " : "approx  ") << std::setw(20) << claim_text(phase)
@@ -108,6 +109,7 @@ int dump(const DumpCommand& command) {
   const auto workload = find_workload(command.workload);
   if (!workload)
     throw InputError("unknown workload '" + command.workload + "' (names are suite/workload; see `phasebench list`)");
+  require_valid_size(*workload, command.size);
   StagedDirectory dir(command.out_dir);
   const ArrayMap inputs = workload->make_inputs(command.size, command.seed);
   const ArrayMap reference = workload->reference_fp64(inputs);

@@ -10,7 +10,8 @@
 
 namespace pb::commands {
 
-int list(const Selection& selection);
+/// The selected workloads with their shape at `size`, phases, variants and backends.
+int list(const Selection& selection, SizeClass size = SizeClass::Default);
 
 struct DumpCommand {
   std::string workload;

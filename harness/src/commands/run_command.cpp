@@ -54,7 +54,7 @@ nlohmann::json options_json(const RunOptions& options, const std::string& out_di
           {"backends", s.backends},
           {"shard_index", s.shard_index},
           {"shard_count", s.shard_count},
-          {"size", to_string(options.size)},
+          {"size", size_list_text(options.sizes)},
           {"reps", options.reps},
           {"reps_fixed", options.reps_fixed},
           {"threads", options.threads},
@@ -74,7 +74,7 @@ RunOptions options_from_json(const nlohmann::json& json) {
   options.selection.backends = json.at("backends").get<std::vector<std::string>>();
   options.selection.shard_index = json.at("shard_index").get<int>();
   options.selection.shard_count = json.at("shard_count").get<int>();
-  options.size = *parse_size(json.at("size").get<std::string>());
+  options.sizes = parse_size_list(json.at("size").get<std::string>());
   options.reps = json.at("reps").get<int>();
   options.reps_fixed = json.at("reps_fixed").get<bool>();
   options.threads = json.at("threads").get<int>();
@@ -226,7 +226,7 @@ int write_run(const fs::path& directory, bool replacing, const fs::path& record_
   detail::AssembledRun run = detail::assemble_run(detail::run_cases(options), record, options);
   const std::optional<roofline::Ceilings> ceilings =
       record.ceilings ? std::optional(roofline::from_json(*record.ceilings)) : std::nullopt;
-  catalog::Catalog catalog = catalog::build(measured_workloads(run.rows), options.size);
+  catalog::Catalog catalog = catalog::build(measured_workloads(run.rows), options.sizes);
   results::RunFiles files{std::move(run.rows), std::move(run.samples),
                           run_machine(options, record, ending, run, directory), std::move(catalog),
                           detail::benchmark_json(run.benchmark_entries), {}};
@@ -376,7 +376,8 @@ int run(RunCommand command) {
     if (command.options.run_id.empty()) command.options.run_id = make_run_id();
     if (!command.out_dir.empty() && fs::exists(command.out_dir))
       throw InputError("--out " + command.out_dir + " already exists; phasebench never overwrites results");
-    plan_cases(command.options.selection, command.options.size);  // bad selections fail here, exit 2
+    for (const SizeClass size : command.options.sizes)
+      plan_cases(command.options.selection, size);  // bad selections and sizes fail here, exit 2
     if (command.out_dir.empty()) command.out_dir = fresh_run_directory("results/runs", command.options.run_id).string();
     make_parent_directory(command.out_dir);
   }

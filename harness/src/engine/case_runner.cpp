@@ -15,7 +15,7 @@ Problem make_problem(const Workload& workload, SizeClass size, uint64_t seed) {
 const Problem& problem_for(std::map<std::string, Problem>& problems, const Case& c, uint64_t seed) {
   static const Problem none;
   if (c.capability_gap) return none;
-  const std::string key = c.workload->full_name();
+  const std::string key = c.workload->full_name() + "/" + to_string(c.size);
   if (!problems.count(key)) problems[key] = make_problem(*c.workload, c.size, seed);
   return problems[key];
 }

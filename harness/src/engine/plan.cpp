@@ -141,6 +141,9 @@ std::vector<Case> plan_cases(const Selection& selection, SizeClass size) {
   if (cases.empty())  // a typo in --filter must not pass as an empty, successful run
     throw InputError("the selection matches no variant (--filter is searched in suite/workload/backend/phase, "
                      "e.g. 'trainer2/window/kokkos/inplace'; see `phasebench list`)");
+  const Workload* checked = nullptr;  // a scale without a valid shape is refused before anything runs
+  for (const Case& c : cases)
+    if (c.workload.get() != checked) require_valid_size(*(checked = c.workload.get()), size);
   return shard_of(std::move(cases), selection);
 }
 

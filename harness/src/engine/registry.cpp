@@ -80,23 +80,6 @@ std::shared_ptr<Backend> find_backend(const std::string& name) {
 
 // ---- workload helpers ---------------------------------------------------------------------------
 
-std::string to_string(SizeClass size) {
-  switch (size) {
-    case SizeClass::Small: return "small";
-    case SizeClass::Default: return "default";
-    case SizeClass::Large: return "large";
-  }
-  return "?";
-}
-
-std::optional<SizeClass> parse_size(std::string_view text) {
-  for (SizeClass size : all_sizes())
-    if (to_string(size) == text) return size;
-  return std::nullopt;
-}
-
-std::vector<SizeClass> all_sizes() { return {SizeClass::Small, SizeClass::Default, SizeClass::Large}; }
-
 std::optional<PhaseInfo> Workload::find_phase(int index) const {
   for (PhaseInfo& phase : phases())
     if (phase.index == index) return phase;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -83,6 +84,7 @@ ResultRow checked_row(const LiveCase& live, const RunOptions& options) {
   row.workload = c.workload->name();
   row.size = to_string(c.size);
   row.shape = c.workload->shape(c.size);
+  row.scale = c.size.is_scaled() ? c.size.scale() : kMissing;
   row.backend = c.ladder->backend;
   row.device = c.device;
   row.phase_index = c.phase;
@@ -161,7 +163,7 @@ class RunInProgress {
   std::vector<LiveCase> cases_;
   std::vector<std::string> names_;
   std::vector<double> checked_ms_;  // 0: checked by an earlier worker (its variant is not set up here)
-  std::map<std::string, Problem> problems_;  // per workload: inputs and oracle, made once
+  std::map<std::string, Problem> problems_;  // per workload and size: inputs and oracle, made once
 };
 
 // A case an earlier worker finished checking (or ended in), as the record has it.
@@ -412,22 +414,26 @@ void mark_unfinished_timing(ResultRow& row, size_t done, int planned) {
 }  // namespace
 
 std::vector<Case> run_cases(const RunOptions& options) {
-  std::vector<Case> cases = plan_cases(options.selection, options.size);
-  std::vector<std::string> workloads;
-  for (const Case& c : cases)
-    if (std::find(workloads.begin(), workloads.end(), c.workload->full_name()) == workloads.end())
-      workloads.push_back(c.workload->full_name());
-  for (const std::string& name : workloads) {
-    const bool has_reference = std::any_of(cases.begin(), cases.end(), [&](const Case& c) {
-      return c.workload->full_name() == name && c.ladder->backend == kReferenceBackend;
-    });
-    if (has_reference) continue;
-    Selection reference_only;
-    reference_only.backends = {kReferenceBackend};
-    reference_only.filter = "^" + name + "/";
-    for (Case& c : plan_cases(reference_only, options.size)) cases.insert(cases.begin(), std::move(c));
+  std::vector<Case> all;
+  for (const SizeClass size : options.sizes) {
+    std::vector<Case> cases = plan_cases(options.selection, size);
+    std::vector<std::string> workloads;
+    for (const Case& c : cases)
+      if (std::find(workloads.begin(), workloads.end(), c.workload->full_name()) == workloads.end())
+        workloads.push_back(c.workload->full_name());
+    for (const std::string& name : workloads) {
+      const bool has_reference = std::any_of(cases.begin(), cases.end(), [&](const Case& c) {
+        return c.workload->full_name() == name && c.ladder->backend == kReferenceBackend;
+      });
+      if (has_reference) continue;
+      Selection reference_only;
+      reference_only.backends = {kReferenceBackend};
+      reference_only.filter = "^" + name + "/";
+      for (Case& c : plan_cases(reference_only, size)) cases.insert(cases.begin(), std::move(c));
+    }
+    all.insert(all.end(), std::make_move_iterator(cases.begin()), std::make_move_iterator(cases.end()));
   }
-  return cases;
+  return all;
 }
 
 namespace {

@@ -1,8 +1,6 @@
 // `verify`: correctness only, on several fresh seeds and every size that fits in memory, each case
 // checked on three runs from one setup.
 
-#include <sys/sysinfo.h>
-
 #include <sstream>
 
 #include "common/number_text.hpp"
@@ -12,12 +10,7 @@ namespace pb {
 namespace {
 
 // A size fits when its fp64 check needs under a quarter of the machine's memory.
-bool fits(const Workload& workload, SizeClass size) {
-  struct sysinfo info {};
-  sysinfo(&info);
-  const double total = static_cast<double>(info.totalram) * info.mem_unit;
-  return workload.memory_bytes(size) < total / 4;
-}
+bool fits(const Workload& workload, SizeClass size) { return workload.memory_bytes(size) < machine_memory_bytes() / 4; }
 
 // "rel_l2_err 3e-07 (tolerance 1e-05, output s)"; rollouts add where the error ended up, against
 // that step's budget.

@@ -33,16 +33,19 @@ std::string Catalog::unknown_because(const std::string& suite, const std::string
 
 // ---- building ------------------------------------------------------------------------------------
 
-Catalog build(const std::vector<std::shared_ptr<const Workload>>& workloads, SizeClass size) {
+Catalog build(const std::vector<std::shared_ptr<const Workload>>& workloads, const std::vector<SizeClass>& sizes) {
   Catalog catalog;
   catalog.saved = true;
   for (const auto& workload : workloads) {
     WorkloadEntry entry{workload->full_name(), workload->description(), workload->phases(),
                         workload->cumulative_claim(), {}};
-    SizeEntry& at_size = entry.sizes[to_string(size)];
-    at_size.shape = workload->shape(size);
-    at_size.work = workload->work(size);
-    for (const PhaseInfo& phase : entry.phases) at_size.checks[phase.index] = workload->outputs_for(phase.index, size);
+    for (const SizeClass size : sizes) {
+      SizeEntry& at_size = entry.sizes[to_string(size)];
+      at_size.shape = workload->shape(size);
+      at_size.work = workload->work(size);
+      for (const PhaseInfo& phase : entry.phases)
+        at_size.checks[phase.index] = workload->outputs_for(phase.index, size);
+    }
     catalog.workloads[entry.name] = std::move(entry);
   }
   return catalog;

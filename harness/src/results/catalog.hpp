@@ -49,8 +49,11 @@ struct Catalog {
   std::string unknown_because(const std::string& suite, const std::string& workload) const;
 };
 
-/// The catalog of `workloads` as the registry defines them now, at `size`: what `run` saves.
-Catalog build(const std::vector<std::shared_ptr<const Workload>>& workloads, SizeClass size);
+/// The catalog of `workloads` as the registry defines them now, at `sizes`: what `run` saves.
+Catalog build(const std::vector<std::shared_ptr<const Workload>>& workloads, const std::vector<SizeClass>& sizes);
+inline Catalog build(const std::vector<std::shared_ptr<const Workload>>& workloads, SizeClass size) {
+  return build(workloads, std::vector<SizeClass>{size});
+}
 
 /// Keys in the order docs/file-formats.md gives them.
 nlohmann::ordered_json to_json(const Catalog& catalog);

@@ -160,7 +160,7 @@ Field<Row> name_field(const char* name, std::string Row::*member, bool (*accepts
 }
 template <typename Row>
 Field<Row> size_field(std::string Row::*member) {
-  return name_field<Row>("size", member, &is_size_name, "a size (small, default or large)");
+  return name_field<Row>("size", member, &is_size_name, "a size (small, default, large or a scale such as 0.25x)");
 }
 template <typename Row>
 Field<Row> backend_field(std::string Row::*member) {
@@ -179,6 +179,7 @@ Field<Row> nonempty_field(const char* name, std::string Row::*member, bool requi
 
 using R = ResultRow;
 const auto& result_fields() {
+  // clang-format off: the columns in the contract's order, grouped by hand
   static const std::array fields{
       field("run_id", &R::run_id),
       nonempty_field("suite", &R::suite),
@@ -232,7 +233,9 @@ const auto& result_fields() {
       field("disturbed", &R::disturbed, false),
       field("bound", &R::bound, false),
       error_field("later_rel_l2_err", &R::later_rel_l2_err, false),
+      non_negative(field("scale", &R::scale, false), "a scale"),
   };
+  // clang-format on
   return fields;
 }
 
