@@ -2,6 +2,7 @@
 // roofline_probe.cpp.
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -305,6 +306,12 @@ RooflinePosition with_latency_floor(const RooflinePosition& position, const Resu
   const double latency_share = floor->second.ms / row.median_ms * 100.0;
   if (!(latency_share > position.percent) && !std::isnan(position.percent)) return position;
   return {latency_share, floor->second.bound};
+}
+
+bool is_latency_floor_bound(const std::string& bound) {
+  if (bound.empty() || bound == "compute" || bound == "memory") return false;
+  const bool cache_level = bound.size() >= 2 && bound[0] == 'L' && std::isdigit(static_cast<unsigned char>(bound[1]));
+  return !cache_level;
 }
 
 void add_roofline_pct(std::vector<ResultRow>& rows, const Ceilings& ceilings) {

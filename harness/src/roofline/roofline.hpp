@@ -212,6 +212,10 @@ std::string latency_floor_key(const std::string& suite, const std::string& workl
 /// or without a median.
 RooflinePosition with_latency_floor(const RooflinePosition& position, const ResultRow& row, const Ceilings& ceilings);
 
+/// Whether `bound` is a latency floor's ("latency", "scatter": LatencyChain::bound) rather than
+/// one of the roofline's ceilings ("compute", "memory", a cache level "L1d", "L2") or empty.
+bool is_latency_floor_bound(const std::string& bound);
+
 /// Times the latency chain of every registered workload that declares one, at every size it can
 /// run, on the calling thread (the same clock reads around each call as a timed iteration), into
 /// `ceilings.latency_floors`; one line to `log` per floor. A chain that throws is reported, not
