@@ -144,10 +144,10 @@ constexpr int kCeilingsFormat = 3;
 
 /// The cache levels in a working-set sweep (points in any order), fastest first. A point below a
 /// later point's rate was disturbed and counts at that rate (rates only fall as the working set
-/// grows). The sweep is then cut into plateaus: a point whose rate is more than kCacheStep below the best rate of the plateau it
-/// follows starts a new one. A plateau of one point is a transition and joins the one before it,
-/// and neighbouring plateaus whose best rates are within kCacheStep of each other are one level
-/// (a disturbed point split it). Every plateau but the last (memory) is a level: its largest
+/// grows). The sweep is then cut into plateaus where a rate falls by kCacheStep or more from the
+/// point before it. A plateau of one point between two others is a transition and belongs to no
+/// level, and neighbouring plateaus whose best rates are within kCacheStep of each other are one
+/// level (noise split it). Every plateau but the last (memory) is a level: its largest
 /// working set and its best rate, so that both err towards a ceiling no row can beat. None when
 /// the sweep shows a single plateau or has fewer than three points.
 constexpr double kCacheStep = 1.25;

@@ -24,25 +24,28 @@ struct Plateau {
   }
 };
 
-// Cuts the sweep (sorted by working set) where a rate falls more than kCacheStep below the best
-// of the plateau so far.
+// Cuts the sweep (sorted by working set) where a rate falls by kCacheStep or more from the point
+// before it: within a level, and across the gradual part of a transition, the rate falls less
+// from one doubling to the next.
 std::vector<Plateau> cut_into_plateaus(const std::vector<WorkingSetRate>& sweep) {
   std::vector<Plateau> plateaus;
-  for (const WorkingSetRate& point : sweep) {
-    if (plateaus.empty() || point.gb_per_s * kCacheStep < plateaus.back().best_gb_per_s) plateaus.emplace_back();
-    plateaus.back().add(point);
+  for (size_t i = 0; i < sweep.size(); ++i) {
+    if (i == 0 || sweep[i].gb_per_s * kCacheStep <= sweep[i - 1].gb_per_s) plateaus.emplace_back();
+    plateaus.back().add(sweep[i]);
   }
   return plateaus;
 }
 
-// A one-point plateau after the first is a transition between two levels: it joins the level
-// before it. Then a plateau whose best is within kCacheStep of the previous one's is the same level.
+// A one-point plateau between two others is a transition (the data partly in a faster level):
+// it belongs to no level, so that it stretches none. Then a plateau whose best is within
+// kCacheStep of the previous one's is the same level, split by noise.
 std::vector<Plateau> merge_transitions(const std::vector<Plateau>& plateaus) {
   std::vector<Plateau> merged;
-  for (const Plateau& plateau : plateaus) {
-    const bool same_level = !merged.empty() && (plateau.points == 1 || plateau.best_gb_per_s * kCacheStep >=
-                                                                             merged.back().best_gb_per_s);
-    if (same_level)
+  for (size_t i = 0; i < plateaus.size(); ++i) {
+    const Plateau& plateau = plateaus[i];
+    const bool transition = plateau.points == 1 && i > 0 && i + 1 < plateaus.size();
+    if (transition) continue;
+    if (!merged.empty() && plateau.best_gb_per_s * kCacheStep >= merged.back().best_gb_per_s)
       merged.back().absorb(plateau);
     else
       merged.push_back(plateau);

@@ -347,12 +347,15 @@ std::string bytes_text(double bytes) {
   return text;
 }
 
-// The levels the operating system lists for CPU 0; where it lists none, the levels a working-set
-// sweep shows (cache_levels_in_sweep), named L1d, L2, L3 in their order.
+// The levels the operating system lists for CPU 0; where it lists none (or
+// PHASEBENCH_ROOFLINE_CACHES=sweep asks for the sweep, to check it against the listed levels), the
+// levels a working-set sweep shows (cache_levels_in_sweep), named L1d, L2, L3 in their order.
 ProbedLevels cache_levels_to_probe(int threads) {
   ProbedLevels probed;
-  for (const CacheLevel& level : data_cache_levels())
-    probed.levels.push_back({level.name, capacity_for(level, threads)});
+  const char* forced = std::getenv("PHASEBENCH_ROOFLINE_CACHES");
+  if (!forced || std::string(forced) != "sweep")
+    for (const CacheLevel& level : data_cache_levels())
+      probed.levels.push_back({level.name, capacity_for(level, threads)});
   if (!probed.levels.empty()) {
     probed.method = "the sizes the operating system lists (/sys/devices/system/cpu/cpu0/cache)";
     return probed;
@@ -364,7 +367,7 @@ ProbedLevels cache_levels_to_probe(int threads) {
   probed.method = "found by a read sweep of " + std::to_string(threads) + " threads over working sets of " +
                   bytes_text(probed.sweep.front().bytes_per_thread) + " to " +
                   bytes_text(probed.sweep.back().bytes_per_thread) +
-                  " per thread, doubling (the machine lists no caches): a level ends where the rate falls " +
+                  " per thread, doubling: a level ends where the rate falls " +
                   "by 1.25x or more, its size the largest working set before the fall, per thread times the threads";
   return probed;
 }
