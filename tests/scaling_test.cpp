@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "phasebench/stats.hpp"
+#include "process.hpp"
+#include "results/results_model.hpp"
 #include "results/scaling.hpp"
 
 namespace pb::results {
@@ -104,7 +107,7 @@ TEST(Scaling, TwoPointsGiveAnExponentWithoutInterval) {
   EXPECT_TRUE(std::isnan(fit.exponent_ci_high));
 }
 
-TEST(Scaling, LatencyBoundAndUntimedPointsAreLeftOutOfTheFit) {
+TEST(Scaling, LatencyBoundDisturbedAndUntimedPointsAreLeftOutOfTheFit) {
   std::vector<ResultRow> rows = power_law_rows("kokkos", 1.0, 0);
   rows[0].median_ms = 50;  // the latency floor holds the smallest size far above the line
   rows[0].bound = "latency";
@@ -112,9 +115,11 @@ TEST(Scaling, LatencyBoundAndUntimedPointsAreLeftOutOfTheFit) {
   rows[1].bound = "scatter";
   rows[2].status = Status::Fail;
   rows.push_back(timed_row("kokkos", 0, 16, kMissing));  // untimed
+  rows.push_back(timed_row("kokkos", 0, 32, 900));       // far off the line, while other work ran
+  rows.back().disturbed = "other work used 1.2 cores of 2 while it ran on 2 threads";
   const GrowthFit fit = only_fit(fit_growth(rows, nullptr), "kokkos");
   EXPECT_EQ(fit.points, 3u);
-  EXPECT_EQ(fit.excluded_points, 4u);
+  EXPECT_EQ(fit.excluded_points, 5u);
   EXPECT_NEAR(fit.exponent, 1.0, 1e-9);
 }
 
@@ -251,6 +256,30 @@ TEST(Scaling, CsvRecordsAndSummaryOfASweep) {
       summary[0].rfind("suite/sweep kokkos cpu 1t: phase 1 grows as n^1 [1, 1]; phase 1 vs 0: faster from 1 scale", 0),
       0u)
       << summary[0];
+}
+
+// Every run directory written (run, merge, baseline record) gets scaling.csv beside results.csv
+// when its rows sweep a size; one size has nothing to say, and no file.
+TEST(Scaling, ARunDirectoryOfASweepHoldsScalingCsvAndOneOfASingleSizeNone) {
+  namespace fs = std::filesystem;
+  RunFiles sweep;
+  sweep.rows = power_law_rows("kokkos", 1.0, 0.01);
+  sweep.machine = {{"run_id", "sweep"}};
+  const fs::path swept = testing::fresh_temp_path("scaling-run");
+  write_run_directory(swept, sweep);
+  ASSERT_TRUE(fs::exists(swept / "scaling.csv"));
+  std::ifstream in(swept / "scaling.csv");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("growth,suite,sweep,kokkos,cpu,0,"), std::string::npos) << text;
+
+  RunFiles single = sweep;
+  single.rows.resize(1);
+  const fs::path one = testing::fresh_temp_path("scaling-run");
+  write_run_directory(one, single);
+  EXPECT_TRUE(fs::exists(one / "results.csv"));
+  EXPECT_FALSE(fs::exists(one / "scaling.csv"));
+  fs::remove_all(swept);
+  fs::remove_all(one);
 }
 
 }  // namespace

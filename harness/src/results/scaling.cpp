@@ -20,8 +20,10 @@ namespace {
 
 using Rows = std::vector<const ResultRow*>;
 
+// A row whose time the answers take: OK with a median, and not disturbed by other work on the
+// machine (such a time says what the machine did, as compare and the history treat it).
 bool is_timed(const ResultRow& row) {
-  return row.status == Status::Ok && row.median_ms > 0 && std::isfinite(row.median_ms);
+  return row.status == Status::Ok && row.median_ms > 0 && std::isfinite(row.median_ms) && row.disturbed.empty();
 }
 
 // Orders identities by every field but the phase's name (the index names it).
