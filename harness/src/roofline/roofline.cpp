@@ -178,14 +178,15 @@ Ceilings from_json(const nlohmann::json& json) {
         ceilings.caches.push_back({cache.at("name").get<std::string>(), cache.at("capacity_bytes").get<double>(),
                                    cache.at("working_set_bytes").get<double>(), cache.at("gb_per_s").get<double>()});
     ceilings.cache_method = json.value("cache_method", "");  // absent before the cache sweep
-    if (json.contains("cache_sweep"))  // only where the levels were found by the sweep
+    if (json.contains("cache_sweep"))                        // only where the levels were found by the sweep
       for (const nlohmann::json& point : json.at("cache_sweep"))
-        ceilings.cache_sweep.push_back({point.at("bytes_per_thread").get<double>(), point.at("gb_per_s").get<double>()});
+        ceilings.cache_sweep.push_back(
+            {point.at("bytes_per_thread").get<double>(), point.at("gb_per_s").get<double>()});
     if (json.contains("recheck")) {  // absent before the per-run recheck, and where the probe ran in full
       const nlohmann::json& r = json.at("recheck");
-      ceilings.recheck = Recheck{r.at("cached_bandwidth_gb_per_s").get<double>(),
-                                 r.at("cached_peak_gflop_per_s").get<double>(), r.value("cached_measured_at", ""),
-                                 r.value("noise", kMissing), r.value("seconds", kMissing)};
+      ceilings.recheck =
+          Recheck{r.at("cached_bandwidth_gb_per_s").get<double>(), r.at("cached_peak_gflop_per_s").get<double>(),
+                  r.value("cached_measured_at", ""), r.value("noise", kMissing), r.value("seconds", kMissing)};
     }
     if (json.contains("devices"))  // absent before the GPU probe, and on machines without a GPU
       for (const auto& [device, gpu] : json.at("devices").items())

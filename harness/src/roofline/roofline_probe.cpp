@@ -403,7 +403,8 @@ struct Bandwidth {
 
 // The same sweeps over arrays of 4x the last-level cache each (at least 64 MiB, at most 1 GiB): a
 // triad over three of them and a read of one, so that no repetition finds its data in cache.
-Bandwidth measure_bandwidth(int threads, const std::vector<ProbedLevel>& levels, double budget_seconds = kBudgetSeconds) {
+Bandwidth measure_bandwidth(int threads, const std::vector<ProbedLevel>& levels,
+                            double budget_seconds = kBudgetSeconds) {
   double last_level_bytes = 0;
   for (const ProbedLevel& level : levels) last_level_bytes = std::max(last_level_bytes, level.capacity_bytes);
   const size_t array_bytes = std::clamp<size_t>(static_cast<size_t>(4 * last_level_bytes), 64 << 20, 1024 << 20);
@@ -516,7 +517,6 @@ double fma_kernel_gflop_per_s(const FmaKernel& kernel, int threads, double budge
   for (double rate : rates) total += rate;
   return total / 1e9;
 }
-
 
 }  // namespace
 
