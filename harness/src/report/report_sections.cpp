@@ -13,7 +13,6 @@
 #include "report/report_svg.hpp"
 
 namespace pb::report {
-namespace {
 
 std::string section(const std::string& id, const std::string& title, const std::string& body) {
   return "<section id=\"" + escape(id) + "\"><h2>" + title + "</h2>\n" + body + "</section>\n";
@@ -29,9 +28,11 @@ std::string charts_row(const std::vector<std::string>& figures) {
   return html + "</div>\n";
 }
 
-std::string paragraph(const std::string& text, const std::string& css_class = "note") {
+std::string paragraph(const std::string& text, const std::string& css_class) {
   return "<p class=\"" + css_class + "\">" + text + "</p>\n";
 }
+
+namespace {
 
 std::string with_interval(double value, double low, double high, std::string (*format)(double)) {
   const std::string interval = format_interval(low, high, format);

@@ -410,6 +410,27 @@ std::string interval(double low, double high) {
   return "[" + (std::isfinite(low) ? number(low) : "-") + ", " + (std::isfinite(high) ? number(high) : "-") + "]";
 }
 
+}  // namespace
+
+std::string verdict_text(const Crossover& c) {
+  const std::string where = number(c.work) + " " + to_string(c.unit) + " " + interval(c.work_low, c.work_high);
+  switch (c.verdict) {
+    case CrossoverVerdict::FasterFrom:
+      return "faster from " + where;
+    case CrossoverVerdict::FasterBelow:
+      return "faster below " + where;
+    case CrossoverVerdict::NeverFaster:
+      return "never faster at a measured size";
+    case CrossoverVerdict::CrossesMoreThanOnce:
+      return "crosses more than once";
+    case CrossoverVerdict::FasterEverywhere:
+      return "faster at every measured size";
+  }
+  return "";
+}
+
+namespace {
+
 std::string growth_text(const GrowthFit& fit) {
   std::string text = "phase " + std::to_string(fit.identity.phase_index) + " grows as n^" + number(fit.exponent);
   if (std::isfinite(fit.exponent_ci_low)) text += " " + interval(fit.exponent_ci_low, fit.exponent_ci_high);
@@ -418,22 +439,8 @@ std::string growth_text(const GrowthFit& fit) {
 }
 
 std::string crossover_text(const Crossover& c) {
-  const std::string pair =
-      "phase " + std::to_string(c.identity.phase_index) + " vs " + std::to_string(c.previous_phase_index) + ": ";
-  const std::string where = number(c.work) + " " + to_string(c.unit) + " " + interval(c.work_low, c.work_high);
-  switch (c.verdict) {
-    case CrossoverVerdict::FasterFrom:
-      return pair + "faster from " + where;
-    case CrossoverVerdict::FasterBelow:
-      return pair + "faster below " + where;
-    case CrossoverVerdict::NeverFaster:
-      return pair + "never faster at a measured size";
-    case CrossoverVerdict::CrossesMoreThanOnce:
-      return pair + "crosses more than once";
-    case CrossoverVerdict::FasterEverywhere:
-      return pair + "faster at every measured size";
-  }
-  return pair;
+  return "phase " + std::to_string(c.identity.phase_index) + " vs " + std::to_string(c.previous_phase_index) + ": " +
+         verdict_text(c);
 }
 
 std::string threads_text(const ThreadScaling& s) {

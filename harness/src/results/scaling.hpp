@@ -87,6 +87,9 @@ std::vector<Crossover> find_crossovers(const std::vector<ResultRow>& rows, const
 std::vector<ThreadScaling> thread_scaling(const std::vector<ResultRow>& rows, const catalog::Catalog* catalog);
 ScalingAnalysis analyze_scaling(const std::vector<ResultRow>& rows, const catalog::Catalog* catalog);
 
+/// A crossover's verdict in words, with where it crosses: "faster from 2.1e+06 flops [1.4e+06, 3e+06]".
+std::string verdict_text(const Crossover& crossover);
+
 constexpr const char* kScalingFileName = "scaling.csv";
 std::vector<std::string> scaling_columns();
 /// One record per fit, crossover and thread count, in results.csv's dialect.
