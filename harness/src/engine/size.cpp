@@ -147,16 +147,31 @@ double machine_memory_bytes() {
   return static_cast<double>(info.totalram) * info.mem_unit;
 }
 
+namespace {
+
+// The bytes `size` needs: the default's times the scale where that is already past four times the
+// machine's memory for a workload whose shape grows with the scale, so that a far too large
+// scale's counts are never multiplied out (their products could pass int64's range); else its
+// shape's own.
+double bytes_needed(const Workload& workload, SizeClass size, double total) {
+  const double estimate = workload.memory_bytes(SizeClass::Default) * size.scale();
+  const bool grows = workload.shape(SizeClass::scaled(64)) != workload.shape(SizeClass::Default);
+  if (grows && size.scale() > 1 && !(estimate < 4 * total)) return estimate;
+  return workload.memory_bytes(size);
+}
+
+}  // namespace
+
 void require_valid_size(const Workload& workload, SizeClass size) {
   if (!size.is_scaled()) return;
+  const double total = machine_memory_bytes();
   double needed = 0;
   try {
-    needed = workload.memory_bytes(size);
+    needed = bytes_needed(workload, size, total);
   } catch (const InputError& error) {
     throw InputError("--size " + to_string(size) + " has no valid shape for " + workload.full_name() + ": " +
                      error.what());
   }
-  const double total = machine_memory_bytes();
   if (!(needed < total))
     throw InputError("--size " + to_string(size) + " of " + workload.full_name() + " needs " + shortest_text(needed) +
                      " bytes for its inputs, outputs and fp64 check; this machine has " + shortest_text(total) +
