@@ -168,6 +168,60 @@ TEST(Report, NamesTheRowsOtherWorkDisturbedAndHowBusyTheMachineWas) {
   fs::remove_all(busy);
 }
 
+// A run that sweeps a workload's size: the scaling section charts each backend's fastest phase
+// against its working set with the cache levels and the attainable bandwidth, and tables the
+// growth fits and the crossovers; a run of one size has no such section.
+TEST(Report, ASweepGetsAScalingSectionWithCacheLevelsFitsAndCrossovers) {
+  EXPECT_EQ(render_runs({kRunA}).find("id=\"scaling\""), std::string::npos) << "one size, no section";
+  const fs::path sweep = fresh_temp_path("report-sweep-run");
+  fs::copy(kRunA, sweep, fs::copy_options::recursive);
+  std::vector<ResultRow> rows = read_results_csv((sweep / "results.csv").string());
+  // lior_step's kokkos and reference rows again at 4x and 16x the work (the same rates): phase 3,
+  // slower than phase 1 at the first size, is twice as fast as it at 16x.
+  std::vector<SampleRow> samples = read_samples_csv((sweep / "samples.csv").string());
+  const size_t named = rows.size();
+  for (const double scale : {4.0, 16.0})
+    for (size_t i = 0; i < named; ++i) {
+      ResultRow row = rows[i];
+      if (row.workload != "lior_step" || row.status != Status::Ok ||
+          (row.backend != "kokkos" && row.backend != "reference"))
+        continue;
+      row.size = format_number(scale) + "x";
+      row.scale = scale;
+      for (double* ms : {&row.median_ms, &row.min_ms, &row.max_ms, &row.ci_low_ms, &row.ci_high_ms}) *ms *= scale;
+      if (row.backend == "kokkos" && row.phase_index == 3 && scale == 16) {
+        const double faster = 0.5 * 16 * 0.000746030651 / row.median_ms;
+        for (double* ms : {&row.median_ms, &row.min_ms, &row.max_ms, &row.ci_low_ms, &row.ci_high_ms}) *ms *= faster;
+        row.gb_per_s /= faster;
+        row.gflop_per_s /= faster;
+      }
+      rows.push_back(row);
+      for (int rep = 0; rep < row.reps; ++rep) {  // each repetition at the median: the rows' samples
+        SampleRow sample{row.workload, row.size, row.backend, row.device, row.phase, rep, row.median_ms};
+        sample.suite = row.suite;
+        samples.push_back(sample);
+      }
+    }
+  std::ofstream(sweep / "results.csv") << results_csv(rows);
+  std::ofstream(sweep / "samples.csv") << samples_csv(samples);
+  nlohmann::json machine = nlohmann::json::parse(std::ifstream(sweep / "machine.json"));
+  machine["roofline"]["caches"] = {
+      {{"name", "L1d"}, {"capacity_bytes", 65536}, {"working_set_bytes", 32768}, {"gb_per_s", 900}},
+      {{"name", "L2"}, {"capacity_bytes", 2097152}, {"working_set_bytes", 131072}, {"gb_per_s", 300}}};
+  std::ofstream(sweep / "machine.json") << machine.dump();
+  const std::string html = render_runs({sweep.string()});
+  const size_t section = html.find("id=\"scaling\"");
+  ASSERT_NE(section, std::string::npos);
+  EXPECT_NE(html.find("Run A: trainer2/lior_step", section), std::string::npos);
+  EXPECT_NE(html.find(">attainable<", section), std::string::npos);
+  EXPECT_NE(html.find(">L2 2.06 MiB</text>", section), std::string::npos) << "L1d and L2 summed";
+  EXPECT_NE(html.find("time grows as n^p", section), std::string::npos);
+  EXPECT_NE(html.find("kokkos/cpu 3 ", section), std::string::npos);
+  EXPECT_NE(html.find("faster from ", section), std::string::npos) << "phase 3 against phase 1";
+  EXPECT_NE(html.find("href=\"#scaling\""), std::string::npos) << "linked from the navigation";
+  fs::remove_all(sweep);
+}
+
 // ---- the numbers behind the page -----------------------------------------------------------------
 
 ResultRow timed_row(const std::string& backend, int phase, double median, double vs_prev, double low, double high) {

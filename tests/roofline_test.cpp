@@ -172,6 +172,85 @@ TEST(RooflineCaches, AddRooflinePctTakesTheDeclaredBytesFromTheRowsRateAndTime) 
   EXPECT_EQ(rows[1].bound, "compute");
 }
 
+// A read sweep over a machine with 32 KiB of L1 at 100 GB/s, 512 KiB of L2 at 50, 16 MiB of L3 at
+// 25 and memory at 10: a working set fills the fastest levels first and streams the rest from the
+// next (the transitions are gradual, as a real sweep's are), from 4 KiB to 256 MiB, doubling.
+// `factor(i)` scales point i's rate (noise).
+template <typename Factor>
+std::vector<roofline::WorkingSetRate> three_level_sweep(Factor factor) {
+  const double levels[][2] = {{32 * 1024.0, 100}, {512 * 1024.0, 50}, {16 * 1024 * 1024.0, 25}};
+  std::vector<roofline::WorkingSetRate> sweep;
+  for (double bytes = 4096; bytes <= 256.0 * 1024 * 1024; bytes *= 2) {
+    double seconds = 0, placed = 0;
+    for (const auto& [capacity, gb_per_s] : levels) {
+      const double here = std::max(0.0, std::min(bytes, capacity) - placed);
+      seconds += here / gb_per_s;
+      placed += here;
+    }
+    seconds += (bytes - placed) / 10;
+    sweep.push_back({bytes, bytes / seconds * factor(sweep.size())});
+  }
+  return sweep;
+}
+
+// The three levels, each size exact or (with noise) one doubling of the sweep above it at most.
+void expect_three_levels(const std::vector<roofline::FoundCacheLevel>& found, double resolution = 1) {
+  ASSERT_EQ(found.size(), 3u);
+  const double sizes[] = {32 * 1024.0, 512 * 1024.0, 16 * 1024 * 1024.0};
+  for (int level = 0; level < 3; ++level) {
+    EXPECT_GE(found[level].bytes_per_thread, sizes[level]) << "level " << level;
+    EXPECT_LE(found[level].bytes_per_thread, sizes[level] * resolution) << "level " << level;
+  }
+  EXPECT_GT(found[0].gb_per_s, found[1].gb_per_s);
+  EXPECT_GT(found[1].gb_per_s, found[2].gb_per_s);
+}
+
+TEST(RooflineCacheSweep, FindsEachLevelsSizeInASweepWithGradualTransitions) {
+  const auto sweep = three_level_sweep([](size_t) { return 1.0; });
+  const auto found = roofline::cache_levels_in_sweep(sweep);
+  expect_three_levels(found);
+  EXPECT_NEAR(found[0].gb_per_s, 100, 1e-9);  // each level's best point
+  // The points' order does not matter.
+  EXPECT_EQ(roofline::cache_levels_in_sweep({sweep.rbegin(), sweep.rend()}).size(), 3u);
+}
+
+TEST(RooflineCacheSweep, NoiseAndADisturbedPointDoNotMoveOrSplitALevel) {
+  // +-8% on every point, and the 256 KiB point (inside L2) at 0.6 of its rate: a busy machine.
+  const auto noisy = three_level_sweep([](size_t i) { return i == 6 ? 0.6 : (i % 2 ? 1.08 : 0.92); });
+  ASSERT_DOUBLE_EQ(noisy[6].bytes_per_thread, 256 * 1024.0);
+  expect_three_levels(roofline::cache_levels_in_sweep(noisy), 2);
+  const auto other_phase = three_level_sweep([](size_t i) { return i == 6 ? 0.6 : (i % 2 ? 0.92 : 1.08); });
+  expect_three_levels(roofline::cache_levels_in_sweep(other_phase), 2);
+}
+
+TEST(RooflineCacheSweep, AFlatOrShortSweepShowsNoLevels) {
+  std::vector<roofline::WorkingSetRate> flat;
+  for (double bytes = 4096; bytes <= 64.0 * 1024 * 1024; bytes *= 2) flat.push_back({bytes, 12.0});
+  EXPECT_TRUE(roofline::cache_levels_in_sweep(flat).empty());
+  EXPECT_TRUE(roofline::cache_levels_in_sweep({{4096, 100}, {1 << 30, 10}}).empty());
+  // Points without a rate are left out, not read as a step.
+  flat[3].gb_per_s = kMissing;
+  flat[5].gb_per_s = 0;
+  EXPECT_TRUE(roofline::cache_levels_in_sweep(flat).empty());
+}
+
+TEST(RooflineCacheSweep, OneStepIsOneLevelAndASinglePointAfterItIsATransitionOfNoLevel) {
+  // 8 points at 80 GB/s, one at 40 (past the level, not yet memory), then memory at 10.
+  std::vector<roofline::WorkingSetRate> sweep;
+  double bytes = 4096;
+  for (int i = 0; i < 8; ++i, bytes *= 2) sweep.push_back({bytes, 80});
+  sweep.push_back({bytes, 40});
+  for (int i = 0; i < 4; ++i) sweep.push_back({bytes *= 2, 10});
+  const auto found = roofline::cache_levels_in_sweep(sweep);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_DOUBLE_EQ(found[0].bytes_per_thread, 4096 * 128.0);  // the last point at the level's rate
+  EXPECT_DOUBLE_EQ(found[0].gb_per_s, 80);
+  // A transition of two single points (the fall into memory in two steps) stretches no level.
+  sweep.push_back({4096 * 256 * 1.5, 20});  // between 1 MiB (40) and 2 MiB (10)
+  ASSERT_EQ(roofline::cache_levels_in_sweep(sweep).size(), 1u);
+  EXPECT_DOUBLE_EQ(roofline::cache_levels_in_sweep(sweep)[0].bytes_per_thread, 4096 * 128.0);
+}
+
 TEST(RooflineJson, RoundTripsAndRejectsWhatIsNotCeilings) {
   roofline::Ceilings original = ceilings(12.5, 300);
   original.caches = cached_machine().caches;
@@ -185,6 +264,15 @@ TEST(RooflineJson, RoundTripsAndRejectsWhatIsNotCeilings) {
   EXPECT_EQ(back.caches[1].name, "L2");
   EXPECT_DOUBLE_EQ(back.caches[1].capacity_bytes, 1024 * 1024.0);
   EXPECT_DOUBLE_EQ(back.caches[1].gb_per_s, 200);
+  // Where the levels were found by a sweep, its method and points travel with them.
+  roofline::Ceilings swept = original;
+  swept.cache_method = "found by a read sweep";
+  swept.cache_sweep = {{4096, 100}, {8192, 99}};
+  const roofline::Ceilings swept_back = roofline::from_json(roofline::to_json(swept));
+  EXPECT_EQ(swept_back.cache_method, "found by a read sweep");
+  ASSERT_EQ(swept_back.cache_sweep.size(), 2u);
+  EXPECT_DOUBLE_EQ(swept_back.cache_sweep[1].bytes_per_thread, 8192);
+  EXPECT_DOUBLE_EQ(swept_back.cache_sweep[1].gb_per_s, 99);
   // machine.json of a run before the cache probe: no levels, still read.
   nlohmann::json old = roofline::to_json(ceilings(12.5, 300));
   old.erase("caches");
@@ -212,8 +300,10 @@ std::string quick_run(const fs::path& out, const fs::path& cache, const std::str
   return result.output;
 }
 
-// A cache file with made-up ceilings: every row must then be measured against exactly them.
-TEST(RooflineRun, EveryTimedRowIsMeasuredAgainstTheCachedCeilings) {
+// A cache file with made-up ceilings far below any real machine: the run's short probe measures
+// this hour's, every row is measured against exactly those, and the cached ones are kept beside
+// them and named in the report.
+TEST(RooflineRun, RowsAreHeldToThisHoursCeilingsAndTheCachedOnesAreKept) {
   if (!testing::backend_built("kokkos")) GTEST_SKIP() << "needs the Kokkos backend (rows besides the reference)";
   const fs::path cache = fresh_temp_path("roofline-cache");
   fs::create_directories(cache);
@@ -235,22 +325,51 @@ TEST(RooflineRun, EveryTimedRowIsMeasuredAgainstTheCachedCeilings) {
   const fs::path out = fresh_temp_path("roofline-run");
   const std::string output = quick_run(out, cache);
   EXPECT_NE(output.find("cached in " + file.string()), std::string::npos) << output;
-  const nlohmann::json machine = read_json(out / "machine.json");
-  EXPECT_DOUBLE_EQ(machine["roofline"]["bandwidth_gb_per_s"].get<double>(), 0.5);
-  EXPECT_DOUBLE_EQ(machine["roofline"]["peak_gflop_per_s"].get<double>(), 2.0);
-  EXPECT_EQ(machine["roofline"]["source"], "cache " + file.string());
+  EXPECT_NE(output.find("this hour's short probe"), std::string::npos) << output;
+  const nlohmann::json roofline = read_json(out / "machine.json")["roofline"];
+  EXPECT_EQ(roofline["source"], "cache " + file.string());
+  EXPECT_DOUBLE_EQ(roofline["recheck"]["cached_bandwidth_gb_per_s"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(roofline["recheck"]["cached_peak_gflop_per_s"].get<double>(), 2.0);
+  const double bandwidth = roofline["bandwidth_gb_per_s"], peak = roofline["peak_gflop_per_s"];
+  EXPECT_GT(bandwidth, 1.0);  // this hour's, measured: no machine here is that slow
+  EXPECT_GT(peak, 4.0);
   int timed = 0;
   for (const ResultRow& row : read_results_csv((out / "results.csv").string())) {
     if (row.status != Status::Ok) continue;
     ++timed;
     ASSERT_FALSE(std::isnan(row.roofline_pct)) << row.backend << "/" << row.phase;
     const double intensity = row.gflop_per_s / row.gb_per_s;
-    const double expected = row.gflop_per_s / std::min(2.0, intensity * 0.5) * 100;
+    const double expected = row.gflop_per_s / std::min(peak, intensity * bandwidth) * 100;
     EXPECT_NEAR(row.roofline_pct, expected, expected * 1e-6) << row.backend << "/" << row.phase;
   }
   EXPECT_GT(timed, 1);
-  fs::remove_all(out);
-  fs::remove_all(cache);
+  const fs::path page = fresh_temp_path("roofline-report") += ".html";
+  const auto report = run_phasebench("report " + out.string() + " --out " + page.string());
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  std::ifstream in(page);
+  const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(html.find("measured its own ceilings"), std::string::npos);
+  for (const fs::path& path : {out, cache, page}) fs::remove_all(path);
+}
+
+TEST(RooflineRecheck, DiffersFromTheCacheOnlyBeyondTheProbesNoise) {
+  roofline::Ceilings c = ceilings(100, 500);
+  EXPECT_FALSE(roofline::differs_from_cache(c));  // not rechecked
+  c.recheck = roofline::Recheck{104, 500, "2026-12-05T07:00:00Z", 0.01, 0.5};
+  EXPECT_FALSE(roofline::differs_from_cache(c));  // 4%: within 5%
+  c.recheck->cached_bandwidth_gb_per_s = 120;
+  EXPECT_TRUE(roofline::differs_from_cache(c));  // 17% down
+  c.recheck->noise = 0.1;
+  EXPECT_FALSE(roofline::differs_from_cache(c));  // within twice a 10% noise
+  c.recheck->noise = 0.01;
+  c.recheck->cached_bandwidth_gb_per_s = 100;
+  c.recheck->cached_peak_gflop_per_s = 400;
+  EXPECT_TRUE(roofline::differs_from_cache(c));  // the peak alone
+  const roofline::Ceilings back = roofline::from_json(roofline::to_json(c));
+  ASSERT_TRUE(back.recheck.has_value());
+  EXPECT_DOUBLE_EQ(back.recheck->cached_peak_gflop_per_s, 400);
+  EXPECT_EQ(back.recheck->cached_measured_at, "2026-12-05T07:00:00Z");
+  EXPECT_DOUBLE_EQ(back.recheck->noise, 0.01);
 }
 
 TEST(RooflineRun, TheProbeMeasuresOnceThenTheCacheIsUsed) {
@@ -272,13 +391,28 @@ TEST(RooflineRun, TheProbeMeasuresOnceThenTheCacheIsUsed) {
     EXPECT_GT(cache["capacity_bytes"].get<double>(), cache["working_set_bytes"].get<double>()) << cache;
     EXPECT_GT(cache["gb_per_s"].get<double>(), 0.8 * measured["bandwidth_gb_per_s"].get<double>()) << cache;
   }
-  if (fs::exists("/sys/devices/system/cpu/cpu0/cache/index0/size")) EXPECT_FALSE(caches.empty());
+  // The levels sysfs lists, or, where it lists none (as on many VMs), those a working-set sweep
+  // shows: the sweep's points are then recorded, from 4 KiB on, and the levels grow in size.
+  const std::string cache_method = measured["cache_method"];
+  if (fs::exists("/sys/devices/system/cpu/cpu0/cache/index0/size")) {
+    EXPECT_FALSE(caches.empty());
+    EXPECT_NE(cache_method.find("operating system"), std::string::npos) << cache_method;
+  } else {
+    EXPECT_NE(cache_method.find("found by a read sweep"), std::string::npos) << cache_method;
+    ASSERT_GE(measured["cache_sweep"].size(), 10u);
+    EXPECT_EQ(measured["cache_sweep"][0]["bytes_per_thread"], 4096);
+    for (size_t i = 1; i < caches.size(); ++i)
+      EXPECT_GT(caches[i]["capacity_bytes"].get<double>(), caches[i - 1]["capacity_bytes"].get<double>()) << caches;
+  }
+
+  EXPECT_FALSE(measured.contains("recheck"));  // measured in full: nothing to recheck
 
   const std::string second_output = quick_run(second, cache);
   EXPECT_EQ(second_output.find("roofline: measuring"), std::string::npos) << second_output;
   const nlohmann::json cached = read_json(second / "machine.json")["roofline"];
-  EXPECT_EQ(cached["bandwidth_gb_per_s"], measured["bandwidth_gb_per_s"]);
-  EXPECT_EQ(cached["measured_at"], measured["measured_at"]);
+  EXPECT_EQ(cached["recheck"]["cached_bandwidth_gb_per_s"], measured["bandwidth_gb_per_s"]);
+  EXPECT_EQ(cached["recheck"]["cached_measured_at"], measured["measured_at"]);
+  EXPECT_EQ(cached["caches"], measured["caches"]);  // the levels stay the cached ones
   for (const fs::path& dir : {first, second, cache}) fs::remove_all(dir);
 }
 

@@ -46,6 +46,24 @@ std::vector<double> fastest(std::vector<double> samples, double percent);
 /// Speedup of `candidate` over `baseline` (time samples of each).
 Ratio speedup(const std::vector<double>& baseline, const std::vector<double>& candidate);
 
+// ---- straight-line fits (growth exponents) ------------------------------------------------------
+
+/// y = intercept + slope * x by least squares, with the slope's 95% interval from Student's t on
+/// its standard error (n - 2 degrees of freedom). Two points give the line through them and no
+/// interval (NaN bounds); fewer than two, or all x equal, give no fit (NaN slope).
+struct LineFit {
+  double slope = std::numeric_limits<double>::quiet_NaN();
+  double intercept = std::numeric_limits<double>::quiet_NaN();
+  double slope_standard_error = std::numeric_limits<double>::quiet_NaN();
+  Interval slope_ci;
+  size_t points = 0;
+};
+LineFit fit_line(const std::vector<double>& x, const std::vector<double>& y);
+
+/// The two-sided 95% quantile of Student's t with `degrees_of_freedom` (>= 1): 12.706 for 1,
+/// approaching 1.96. Tabled to 30, then the Cornish-Fisher series in 1 / degrees_of_freedom.
+double student_t_95(int degrees_of_freedom);
+
 // ---- rank tests (regression gate) ----------------------------------------------------------------
 
 /// One-sided Mann-Whitney U test: the p-value of "`higher` tends to be larger than `lower`".

@@ -32,6 +32,7 @@
 #include "phasebench/files.hpp"
 #include "phasebench/machine.hpp"
 #include "results/results_model.hpp"
+#include "results/scaling.hpp"
 #include "roofline/roofline.hpp"
 #include "engine/run.hpp"
 #include "engine/timing.hpp"
@@ -175,6 +176,15 @@ nlohmann::json machine_state(const detail::RunRecord& record, const std::vector<
 }
 
 // After the summary: the rows other work disturbed, and what to do about it.
+// What the sizes (and thread counts) of the run say about each ladder, as in scaling.csv; nothing
+// for a run with one size and one thread count.
+void print_scaling_summary(const std::vector<ResultRow>& rows, const catalog::Catalog& catalog) {
+  const std::vector<std::string> lines = results::scaling_summary(results::analyze_scaling(rows, &catalog));
+  if (lines.empty()) return;
+  std::cout << "\nscaling (n: declared work per iteration; " << results::kScalingFileName << "):\n";
+  for (const std::string& line : lines) std::cout << "  " << line << "\n";
+}
+
 void warn_of_disturbed_rows(const std::vector<ResultRow>& rows) {
   std::vector<const ResultRow*> disturbed;
   for (const ResultRow& row : rows)
@@ -245,6 +255,7 @@ int write_run(const fs::path& directory, bool replacing, const fs::path& record_
   if (replacing) replace_directory(directory, target);
   print_summary(files.rows);
   print_claims_view(std::cout, files.rows, files.catalog);
+  print_scaling_summary(files.rows, files.catalog);
   warn_of_disturbed_rows(files.rows);
   std::cout << "\nresults: " << directory.string() << "\n";  // a line of its own: ci/main.sh reads it
   if (ending)

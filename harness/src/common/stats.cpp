@@ -81,6 +81,51 @@ Ratio speedup(const std::vector<double>& baseline, const std::vector<double>& ca
   return ratio;
 }
 
+// ---- straight-line fits -------------------------------------------------------------------------
+
+double student_t_95(int degrees_of_freedom) {
+  if (degrees_of_freedom < 1) throw std::invalid_argument("Student's t needs at least one degree of freedom");
+  static constexpr double kTable[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                                      2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+                                      2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
+  constexpr int kTabled = static_cast<int>(sizeof(kTable) / sizeof(kTable[0]));
+  if (degrees_of_freedom <= kTabled) return kTable[degrees_of_freedom - 1];
+  // Abramowitz and Stegun 26.7.5: within 1e-4 of the quantile from 30 degrees of freedom on.
+  const double z = 1.959963985, n = degrees_of_freedom;
+  const double z3 = z * z * z, z5 = z3 * z * z, z7 = z5 * z * z;
+  return z + (z3 + z) / (4 * n) + (5 * z5 + 16 * z3 + 3 * z) / (96 * n * n) +
+         (3 * z7 + 19 * z5 + 17 * z3 - 15 * z) / (384 * n * n * n);
+}
+
+LineFit fit_line(const std::vector<double>& x, const std::vector<double>& y) {
+  if (x.size() != y.size()) throw std::invalid_argument("a line fit needs as many x as y");
+  LineFit fit;
+  fit.points = x.size();
+  if (fit.points < 2) return fit;
+  const double count = static_cast<double>(fit.points);
+  const double mean_x = std::accumulate(x.begin(), x.end(), 0.0) / count;
+  const double mean_y = std::accumulate(y.begin(), y.end(), 0.0) / count;
+  double sxx = 0, sxy = 0;
+  for (size_t i = 0; i < fit.points; ++i) {
+    sxx += (x[i] - mean_x) * (x[i] - mean_x);
+    sxy += (x[i] - mean_x) * (y[i] - mean_y);
+  }
+  if (!(sxx > 0)) return fit;
+  fit.slope = sxy / sxx;
+  fit.intercept = mean_y - fit.slope * mean_x;
+  if (fit.points < 3) return fit;
+  double residuals = 0;
+  for (size_t i = 0; i < fit.points; ++i) {
+    const double residual = y[i] - fit.intercept - fit.slope * x[i];
+    residuals += residual * residual;
+  }
+  const int degrees_of_freedom = static_cast<int>(fit.points) - 2;
+  fit.slope_standard_error = std::sqrt(residuals / degrees_of_freedom / sxx);
+  const double half_width = student_t_95(degrees_of_freedom) * fit.slope_standard_error;
+  fit.slope_ci = {fit.slope - half_width, fit.slope + half_width};
+  return fit;
+}
+
 // ---- rank tests ----------------------------------------------------------------------------------
 
 namespace {

@@ -5,6 +5,7 @@
 #include "phasebench/errors.hpp"
 #include "phasebench/files.hpp"
 #include "report/report_html.hpp"
+#include "report/report_scaling.hpp"
 #include "report/report_sections.hpp"
 
 namespace pb::report {
@@ -84,10 +85,11 @@ svg .step-mark { stroke-width: 1.5; stroke-dasharray: 3 2; }
           color: #7a4a00; font-weight: 600; }
 )css";
 
-std::string navigation(const std::vector<WorkloadKey>& keys, bool has_step_errors) {
+std::string navigation(const std::vector<WorkloadKey>& keys, bool has_step_errors, bool has_scaling) {
   std::string links = "<a href=\"#runs\">Runs</a>";
   for (const WorkloadKey& key : keys)
     links += "<a href=\"#" + key.anchor() + "\">" + escape(key.name() + " (" + key.size + ")") + "</a>";
+  if (has_scaling) links += "<a href=\"#" + std::string(kScalingId) + "\">scaling</a>";
   if (has_step_errors) links += "<a href=\"#" + std::string(kStepErrorsId) + "\">error per rollout step</a>";
   for (const char* section : {"roofline", "problems", "machines", "all-rows"})
     links += "<a href=\"#" + std::string(section) + "\">" + section + "</a>";
@@ -111,13 +113,15 @@ std::string render(const std::vector<Run>& runs) {
   const Colors colors(runs);
   const std::vector<WorkloadKey> keys = workloads(runs);
   const std::string step_errors = step_errors_section(runs, colors);
+  const std::string scaling = scaling_section(runs, colors);
   std::string header = "<p class=\"meta\">" + std::to_string(runs.size()) + " run" + (runs.size() == 1 ? "" : "s") +
                        ", " + std::to_string(keys.size()) + " workload" + (keys.size() == 1 ? "" : "s") +
                        "; written by phasebench " + PHASEBENCH_VERSION + ". Hover over a point for its numbers.</p>" +
-                       incomplete_banners(runs) + navigation(keys, !step_errors.empty());
+                       incomplete_banners(runs) + navigation(keys, !step_errors.empty(), !scaling.empty());
   std::string page;
   page += runs_section(runs);
   for (const WorkloadKey& key : keys) page += workload_section(runs, key, colors);
+  page += scaling;
   page += step_errors;
   page += roofline_section(runs, colors);
   page += problems_section(runs);

@@ -13,7 +13,6 @@
 #include "report/report_svg.hpp"
 
 namespace pb::report {
-namespace {
 
 std::string section(const std::string& id, const std::string& title, const std::string& body) {
   return "<section id=\"" + escape(id) + "\"><h2>" + title + "</h2>\n" + body + "</section>\n";
@@ -29,9 +28,11 @@ std::string charts_row(const std::vector<std::string>& figures) {
   return html + "</div>\n";
 }
 
-std::string paragraph(const std::string& text, const std::string& css_class = "note") {
+std::string paragraph(const std::string& text, const std::string& css_class) {
   return "<p class=\"" + css_class + "\">" + text + "</p>\n";
 }
+
+namespace {
 
 std::string with_interval(double value, double low, double high, std::string (*format)(double)) {
   const std::string interval = format_interval(low, high, format);
@@ -530,13 +531,27 @@ std::string nearest_to_the_bound_table(const Run& run) {
          table.html();
 }
 
+// Where a run's short probe found this hour's ceilings off the cached ones beyond its noise: both,
+// and that the run's rows are held to its own.
+std::string recheck_note(const Run& run) {
+  if (!run.ceilings || !roofline::differs_from_cache(*run.ceilings)) return "";
+  const roofline::Ceilings& c = *run.ceilings;
+  const roofline::Recheck& r = *c.recheck;
+  return paragraph("Run " + escape(run.letter) + " measured its own ceilings: its short probe at the start found " +
+                   format_number(c.bandwidth_gb_per_s) + " GB/s memory and " + format_number(c.peak_gflop_per_s) +
+                   " GFLOP/s fp32, against " + format_number(r.cached_bandwidth_gb_per_s) + " GB/s and " +
+                   format_number(r.cached_peak_gflop_per_s) + " GFLOP/s cached at " + escape(r.cached_measured_at) +
+                   ", beyond the probe's noise (" + format_number(100 * r.noise) +
+                   "%): the machine was not the same, and its roofline % is against this run's own.");
+}
+
 std::string roofline_section(const std::vector<Run>& runs, const Colors& colors) {
   std::vector<std::string> figures;
   Table table({"run", "bandwidth", "fp32 peak", "compute method", "bandwidth method", "threads", "measured", "source"});
   const auto ranges = roofline_ranges(runs);  // shared: runs side by side compare at a glance
   std::string nearest;
   for (const Run& run : runs) {
-    nearest += nearest_to_the_bound_table(run);
+    nearest += recheck_note(run) + nearest_to_the_bound_table(run);
     figures.push_back(figure(run.caption(), roofline_chart(run, colors, ranges, chart_width(runs.size()))));
     if (!run.ceilings) {
       table.cell(run.letter).cell("no ceilings: " + run.ceilings_problem).cell("").cell("").cell("").cell("").cell("").cell("");

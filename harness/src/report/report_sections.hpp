@@ -35,4 +35,14 @@ std::string all_rows_section(const std::vector<Run>& runs);
 /// Chart width when `runs` charts share a line of the page.
 int chart_width(size_t runs);
 
+// Pieces of the page every section is built from.
+/// <section id=...><h2>title</h2>body</section>; `title` and `body` are markup.
+std::string section(const std::string& id, const std::string& title, const std::string& body);
+/// A chart (`svg`, markup) with its caption (text).
+std::string figure(const std::string& caption, const std::string& svg);
+/// Figures side by side, wrapping.
+std::string charts_row(const std::vector<std::string>& figures);
+/// <p class=css_class>text</p>; `text` is markup.
+std::string paragraph(const std::string& text, const std::string& css_class = "note");
+
 }  // namespace pb::report

@@ -15,21 +15,12 @@
 #include "common/number_text.hpp"
 #include "phasebench/errors.hpp"
 #include "phasebench/results.hpp"
+#include "results/csv_cell.hpp"
 
 namespace pb {
 namespace {
 
 // ---- cells ---------------------------------------------------------------------------------------
-
-// Quoted when it holds a separator or a quote; newlines become spaces (one record per line).
-std::string quote_cell(std::string text) {
-  for (char& c : text)
-    if (c == '\n' || c == '\r') c = ' ';
-  if (text.find_first_of(",\"") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (char c : text) quoted += (c == '"') ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
-}
 
 struct CellError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -86,7 +77,7 @@ template <typename Row, typename Member>
 Field<Row> field(const char* name, Member Row::*member, bool required = true) {
   Field<Row> f{name, required, nullptr, nullptr};
   if constexpr (std::is_same_v<Member, std::string>) {
-    f.write = [member](const Row& row) { return quote_cell(row.*member); };
+    f.write = [member](const Row& row) { return quote_csv_cell(row.*member); };
     f.read = [member](Row& row, const std::string& cell) { row.*member = cell; };
   } else if constexpr (std::is_same_v<Member, double>) {
     f.write = [member](const Row& row) { return format_csv_number(row.*member); };
@@ -308,6 +299,15 @@ std::vector<Row> read_csv(const std::array<Field<Row>, N>& fields, const std::st
 }
 
 }  // namespace
+
+std::string quote_csv_cell(std::string text) {
+  for (char& c : text)
+    if (c == '\n' || c == '\r') c = ' ';
+  if (text.find_first_of(",\"") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) quoted += (c == '"') ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
 
 std::vector<std::string> results_columns() { return column_names(result_fields()); }
 std::vector<std::string> samples_columns() { return column_names(sample_fields()); }

@@ -9,6 +9,7 @@
 #include "phasebench/files.hpp"
 #include "phasebench/stats.hpp"
 #include "engine/interference.hpp"
+#include "results/scaling.hpp"
 
 namespace pb::results {
 namespace fs = std::filesystem;
@@ -51,9 +52,11 @@ void set_claims(ResultRow& row, const catalog::Catalog* catalog) {
   }
 }
 
-// Per iteration, as the catalog declares it for the row's size. A run from before catalogs were
-// saved declared it only through its throughput columns: the work they imply at the recorded
-// median is the same number, so pooling such runs keeps their GB/s consistent.
+}  // namespace
+
+// A run from before catalogs were saved declared its work only through its throughput columns:
+// the work they imply at the recorded median is the same number, so pooling such runs keeps their
+// GB/s consistent.
 WorkEstimate declared_work(const ResultRow& row, const catalog::Catalog* catalog) {
   if (const catalog::WorkloadEntry* entry = catalog ? catalog->find(row.suite, row.workload) : nullptr)
     if (const auto size = entry->sizes.find(row.size); size != entry->sizes.end()) return size->second.work;
@@ -61,6 +64,8 @@ WorkEstimate declared_work(const ResultRow& row, const catalog::Catalog* catalog
   return {std::isnan(row.gflop_per_s) ? 0 : row.gflop_per_s * per_throughput,
           std::isnan(row.gb_per_s) ? 0 : row.gb_per_s * per_throughput};
 }
+
+namespace {
 
 // Every column derived from samples back to "none", so a row left without samples (one that
 // failed in a pooled process) never shows another process's numbers.
@@ -185,6 +190,8 @@ void write_run_directory(const fs::path& directory, const RunFiles& files) {
   if (!files.benchmark_json.empty()) write_file_atomically(dir / "benchmark.json", files.benchmark_json);
   if (files.catalog.saved)
     write_file_atomically(dir / catalog::kFileName, catalog::to_json(files.catalog).dump(2) + "\n");
+  if (const ScalingAnalysis scaling = analyze_scaling(files.rows, &files.catalog); !scaling.empty())
+    write_file_atomically(dir / kScalingFileName, scaling_csv(scaling));
   if (!files.resume_record.empty()) fs::copy(files.resume_record, dir / "resume", fs::copy_options::recursive);
   staged.commit();
 }

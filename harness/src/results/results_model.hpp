@@ -108,6 +108,11 @@ struct Derivation {
   double timing_stage_cores = std::numeric_limits<double>::quiet_NaN();
 };
 
+/// A row's work per iteration: as the catalog declares it for the row's size; without a catalog
+/// entry (a run from before catalogs were saved), the work its throughput columns imply at its
+/// median (zero where they are empty).
+WorkEstimate declared_work(const ResultRow& row, const catalog::Catalog* catalog);
+
 /// Derives the computed columns of `rows[index]` from `rows` and `inputs`: reps, median, spread
 /// and interval; speedup_vs_prev/phase0/reference with intervals (baselines_of over rows with
 /// samples); gb_per_s and gflop_per_s (declared work from the catalog, else the work the row's

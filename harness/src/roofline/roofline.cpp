@@ -2,6 +2,7 @@
 // roofline_probe.cpp.
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -79,6 +80,37 @@ Ceilings cached_or_measured(int threads, std::ostream& log) {
   return ceilings;
 }
 
+void hold_to_this_hour(Ceilings& ceilings, std::ostream& log) {
+  const BriefProbe now = measure_briefly(ceilings);
+  Recheck recheck;
+  recheck.cached_bandwidth_gb_per_s = ceilings.bandwidth_gb_per_s;
+  recheck.cached_peak_gflop_per_s = ceilings.peak_gflop_per_s;
+  recheck.cached_measured_at = ceilings.measured_at;
+  recheck.noise = now.noise;
+  recheck.seconds = now.seconds;
+  ceilings.bandwidth_gb_per_s = now.bandwidth_gb_per_s;
+  ceilings.peak_gflop_per_s = now.peak_gflop_per_s;
+  ceilings.measured_at = utc_now();
+  ceilings.recheck = recheck;
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "roofline: this hour's short probe (%.1f s): %.1f GB/s memory (cached %.1f), %.1f GFLOP/s fp32 "
+                "(cached %.1f), noise %.0f%%: rows are held to this hour's%s\n",
+                now.seconds, now.bandwidth_gb_per_s, recheck.cached_bandwidth_gb_per_s, now.peak_gflop_per_s,
+                recheck.cached_peak_gflop_per_s, 100 * now.noise,
+                differs_from_cache(ceilings) ? " (they differ from the cache beyond the noise)" : "");
+  log << text;
+}
+
+bool differs_from_cache(const Ceilings& ceilings) {
+  if (!ceilings.recheck) return false;
+  const Recheck& r = *ceilings.recheck;
+  const double threshold = std::max(0.05, 2 * (std::isfinite(r.noise) ? r.noise : 0.0));
+  const auto differs = [&](double now, double cached) { return std::abs(now / cached - 1) > threshold; };
+  return differs(ceilings.bandwidth_gb_per_s, r.cached_bandwidth_gb_per_s) ||
+         differs(ceilings.peak_gflop_per_s, r.cached_peak_gflop_per_s);
+}
+
 void write_cache(const fs::path& path, const nlohmann::json& json, const std::string& summary, std::ostream& log) {
   try {
     fs::create_directories(path.parent_path());
@@ -106,9 +138,18 @@ nlohmann::json to_json(const Ceilings& ceilings) {
                          {"threads", ceilings.threads},
                          {"fingerprint", ceilings.fingerprint},
                          {"measured_at", ceilings.measured_at}};
+  if (!ceilings.cache_method.empty()) json["cache_method"] = ceilings.cache_method;
+  for (const WorkingSetRate& point : ceilings.cache_sweep)
+    json["cache_sweep"].push_back({{"bytes_per_thread", point.bytes_per_thread}, {"gb_per_s", point.gb_per_s}});
   if (std::isfinite(ceilings.probe_seconds)) json["probe_seconds"] = ceilings.probe_seconds;  // JSON has no NaN
   if (!ceilings.source.empty()) json["source"] = ceilings.source;
   // Only in a run's ceilings (machine.json), never in the CPU's cache files.
+  if (const auto& r = ceilings.recheck)
+    json["recheck"] = {{"cached_bandwidth_gb_per_s", r->cached_bandwidth_gb_per_s},
+                       {"cached_peak_gflop_per_s", r->cached_peak_gflop_per_s},
+                       {"cached_measured_at", r->cached_measured_at},
+                       {"noise", std::isfinite(r->noise) ? r->noise : 0.0},
+                       {"seconds", std::isfinite(r->seconds) ? r->seconds : 0.0}};
   for (const auto& [device, gpu] : ceilings.devices) json["devices"][device] = to_json(gpu);
   if (!ceilings.devices_without_ceilings.empty()) json["devices_without_ceilings"] = ceilings.devices_without_ceilings;
   for (const auto& [key, floor] : ceilings.latency_floors)
@@ -136,6 +177,17 @@ Ceilings from_json(const nlohmann::json& json) {
       for (const nlohmann::json& cache : json.at("caches"))
         ceilings.caches.push_back({cache.at("name").get<std::string>(), cache.at("capacity_bytes").get<double>(),
                                    cache.at("working_set_bytes").get<double>(), cache.at("gb_per_s").get<double>()});
+    ceilings.cache_method = json.value("cache_method", "");  // absent before the cache sweep
+    if (json.contains("cache_sweep"))                        // only where the levels were found by the sweep
+      for (const nlohmann::json& point : json.at("cache_sweep"))
+        ceilings.cache_sweep.push_back(
+            {point.at("bytes_per_thread").get<double>(), point.at("gb_per_s").get<double>()});
+    if (json.contains("recheck")) {  // absent before the per-run recheck, and where the probe ran in full
+      const nlohmann::json& r = json.at("recheck");
+      ceilings.recheck =
+          Recheck{r.at("cached_bandwidth_gb_per_s").get<double>(), r.at("cached_peak_gflop_per_s").get<double>(),
+                  r.value("cached_measured_at", ""), r.value("noise", kMissing), r.value("seconds", kMissing)};
+    }
     if (json.contains("devices"))  // absent before the GPU probe, and on machines without a GPU
       for (const auto& [device, gpu] : json.at("devices").items())
         ceilings.devices[device] = device_ceilings_from_json(gpu);
@@ -255,6 +307,12 @@ RooflinePosition with_latency_floor(const RooflinePosition& position, const Resu
   const double latency_share = floor->second.ms / row.median_ms * 100.0;
   if (!(latency_share > position.percent) && !std::isnan(position.percent)) return position;
   return {latency_share, floor->second.bound};
+}
+
+bool is_latency_floor_bound(const std::string& bound) {
+  if (bound.empty() || bound == "compute" || bound == "memory") return false;
+  const bool cache_level = bound.size() >= 2 && bound[0] == 'L' && std::isdigit(static_cast<unsigned char>(bound[1]));
+  return !cache_level;
 }
 
 void add_roofline_pct(std::vector<ResultRow>& rows, const Ceilings& ceilings) {

@@ -46,10 +46,39 @@ struct LatencyFloor {
   int threads = 1;                // what the one-thread median is divided by (LatencyChain::splits_over_threads)
 };
 
+/// One point of a working-set sweep: the read rate of `threads` threads, each over its own
+/// `bytes_per_thread` of data again and again.
+struct WorkingSetRate {
+  double bytes_per_thread = 0;
+  double gb_per_s = kMissing;  // all threads together
+};
+
+/// A cache level a working-set sweep shows: the largest working set per thread that still reads
+/// at the level's rate, and the best rate measured over working sets of that level.
+struct FoundCacheLevel {
+  double bytes_per_thread = 0;
+  double gb_per_s = kMissing;
+};
+
+/// What a short probe at a run's start measured against the cached ceilings: on a shared machine
+/// memory bandwidth and the fp32 peak change from one hour to the next, so a run whose ceilings
+/// come from the cache holds its rows to this hour's (Ceilings' bandwidth and peak) and keeps the
+/// cached ones here.
+struct Recheck {
+  double cached_bandwidth_gb_per_s = kMissing, cached_peak_gflop_per_s = kMissing;
+  std::string cached_measured_at;
+  double noise = kMissing;    // how far two back-to-back short probes of memory differ, relative
+  double seconds = kMissing;  // the short probe's time
+};
+
 struct Ceilings {
   double bandwidth_gb_per_s = kMissing;  // memory (DRAM): data larger than every cache
   double peak_gflop_per_s = kMissing;
   std::vector<CacheCeiling> caches;      // fastest first; empty in runs before the cache probe
+  // How the cache levels' sizes were found, in words: the operating system's list, or a
+  // working-set sweep (then `cache_sweep` holds its points) where the machine lists none.
+  std::string cache_method;
+  std::vector<WorkingSetRate> cache_sweep;
   std::string bandwidth_method;  // how the bandwidth was measured, in words
   std::string compute_method;    // "onednn_sgemm", "fma_kernel_avx512", ...
   std::string compute_detail;    // the size or kernel shape, in words
@@ -65,6 +94,9 @@ struct Ceilings {
   // The latency floors of the workloads that declare a chain, by latency_floor_key: the host's,
   // measured every run (microseconds each), never cached; a GPU's ceilings have none.
   std::map<std::string, LatencyFloor> latency_floors;
+  // Where the ceilings came from the cache: the short probe that replaced its bandwidth and peak
+  // with this hour's (hold_to_this_hour). Only in a run's ceilings, never in a cache file.
+  std::optional<Recheck> recheck;
 };
 
 /// The compute method measure() will use in this process: "onednn_sgemm" when oneDNN is linked
@@ -84,14 +116,42 @@ std::filesystem::path cache_file(const std::string& fingerprint, int threads, co
 /// Writes one line to `log` saying which it was.
 Ceilings cached_or_measured(int threads, std::ostream& log);
 
+/// This hour's memory bandwidth and fp32 peak from measure()'s kernels with a fraction of its
+/// time budget, at `cached`'s threads, arrays sized by its cache levels, and the peak by its
+/// compute method: memory twice (the larger counts, their difference is the noise).
+struct BriefProbe {
+  double bandwidth_gb_per_s = kMissing, peak_gflop_per_s = kMissing, noise = kMissing, seconds = kMissing;
+};
+BriefProbe measure_briefly(const Ceilings& cached);
+
+/// Replaces cached ceilings' memory bandwidth and fp32 peak with this hour's (measure_briefly),
+/// keeping the cached ones in `recheck`; one line to `log` with both. The cache levels stay.
+void hold_to_this_hour(Ceilings& ceilings, std::ostream& log);
+
+/// Whether a rechecked run's bandwidth or peak differs from the cached one by more than the short
+/// probe's noise: by more than twice its noise and more than 5%.
+bool differs_from_cache(const Ceilings& ceilings);
+
 /// Writes a cache file atomically (creating its directory) and one line to `log` naming it with
 /// `summary`; a file that cannot be written is only reported.
 void write_cache(const std::filesystem::path& path, const nlohmann::json& json, const std::string& summary,
                  std::ostream& log);
 
-/// Ceilings files carry "format": 2 since the cache levels were added; a cache file of an older
-/// format is measured over (its ceilings lack the levels), an old run's machine.json still reads.
-constexpr int kCeilingsFormat = 2;
+/// Ceilings files carry "format": 2 since the cache levels were added, 3 since a machine that
+/// lists no caches has them found by a working-set sweep; a cache file of an older format is
+/// measured over (its ceilings may lack the levels), an old run's machine.json still reads.
+constexpr int kCeilingsFormat = 3;
+
+/// The cache levels in a working-set sweep (points in any order), fastest first. A point below a
+/// later point's rate was disturbed and counts at that rate (rates only fall as the working set
+/// grows). The sweep is then cut into plateaus where a rate falls by kCacheStep or more from the
+/// point before it. A plateau of one point between two others is a transition and belongs to no
+/// level, and neighbouring plateaus whose best rates are within kCacheStep of each other are one
+/// level (noise split it). Every plateau but the last (memory) is a level: its largest
+/// working set and its best rate, so that both err towards a ceiling no row can beat. None when
+/// the sweep shows a single plateau or has fewer than three points.
+constexpr double kCacheStep = 1.25;
+std::vector<FoundCacheLevel> cache_levels_in_sweep(std::vector<WorkingSetRate> sweep);
 
 nlohmann::json to_json(const Ceilings& ceilings);
 /// Throws InputError naming the missing or mistyped key.
@@ -152,6 +212,10 @@ std::string latency_floor_key(const std::string& suite, const std::string& workl
 /// or without a median.
 RooflinePosition with_latency_floor(const RooflinePosition& position, const ResultRow& row, const Ceilings& ceilings);
 
+/// Whether `bound` is a latency floor's ("latency", "scatter": LatencyChain::bound) rather than
+/// one of the roofline's ceilings ("compute", "memory", a cache level "L1d", "L2") or empty.
+bool is_latency_floor_bound(const std::string& bound);
+
 /// Times the latency chain of every registered workload that declares one, at every size it can
 /// run, on the calling thread (the same clock reads around each call as a timed iteration), into
 /// `ceilings.latency_floors`; one line to `log` per floor. A chain that throws is reported, not
@@ -186,8 +250,8 @@ DeviceProbe device_ceilings_cached_or_measured(Backend& backend, const std::stri
 void add_device_ceilings(Ceilings& ceilings, const std::vector<std::shared_ptr<Backend>>& backends,
                          std::ostream& log);
 
-/// What `run` records: cached_or_measured(threads), then add_device_ceilings over the registry,
-/// then add_latency_floors.
+/// What `run` records: cached_or_measured(threads), held to this hour's by hold_to_this_hour when
+/// they came from the cache, then add_device_ceilings over the registry, then add_latency_floors.
 Ceilings machine_ceilings(int threads, std::ostream& log);
 
 /// UTC now, ISO 8601 ("2026-11-23T10:00:00Z"): when ceilings were measured.

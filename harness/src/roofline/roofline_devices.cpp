@@ -159,6 +159,7 @@ void add_device_ceilings(Ceilings& ceilings, const std::vector<std::shared_ptr<B
 
 Ceilings machine_ceilings(int threads, std::ostream& log) {
   Ceilings ceilings = cached_or_measured(threads, log);
+  if (ceilings.source != "measured") hold_to_this_hour(ceilings, log);
   add_device_ceilings(ceilings, registered_backends(), log);
   add_latency_floors(ceilings, log);
   return ceilings;

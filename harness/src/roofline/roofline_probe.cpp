@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -221,13 +222,6 @@ std::vector<CacheLevel> data_cache_levels() {
   return levels;
 }
 
-// The largest cache of CPU 0 in bytes (the last level), from sysfs; 0 when unknown.
-size_t last_level_cache_bytes() {
-  size_t largest = 0;
-  for (const CacheLevel& level : data_cache_levels()) largest = std::max(largest, level.bytes);
-  return largest;
-}
-
 // What `threads` threads can hold of a level together: one instance per thread up to the number of
 // instances the machine has (private caches multiply, a cache shared by every CPU does not).
 double capacity_for(const CacheLevel& level, int threads) {
@@ -257,7 +251,8 @@ struct SweepPlan {
 };
 
 // Bytes per second of a read sweep over `read_bytes` and a triad over `triad_bytes` (three arrays
-// of a third each, counted as STREAM counts it: the write-allocate read of `a` is not counted),
+// of a third each, counted as STREAM counts it: the write-allocate read of `a` is not counted;
+// none when `triad_bytes` is 0),
 // split evenly between the threads, each with its own arrays (first touched by it) and its own
 // clock: each thread's best rate, summed over the threads; the larger of the two kernels. Threads
 // time themselves, with no barrier between repetitions, so that a thread the scheduler holds back
@@ -271,6 +266,7 @@ double sweep_gb_per_s(const SweepKernels& kernels, int threads, double read_byte
   const int64_t read_floats = granules(read_bytes / threads), triad_floats = granules(triad_bytes / threads / 3);
   const SweepPlan read_plan = SweepPlan::of(read_floats, 1), triad_plan = SweepPlan::of(triad_floats, 3);
   std::vector<double> read_rates(threads, 0.0), triad_rates(threads, 0.0);
+  const bool with_triad = triad_bytes > 0;
   bool triad_right = true;
 #pragma omp parallel num_threads(threads)
   {
@@ -294,17 +290,19 @@ double sweep_gb_per_s(const SweepKernels& kernels, int threads, double read_byte
           sum += kernels.read(data + at, read_plan.window_floats, read_plan.sweeps);
         },
         budget_seconds);
-    measurement = 0;
-    const double triad_seconds = best_seconds(
-        [&] {
-          const int64_t at = triad_plan.offset(measurement++);
-          kernels.triad(a.get() + at, b.get() + at, c.get() + at, triad_plan.window_floats, triad_plan.sweeps);
-        },
-        budget_seconds);
     read_rates[t] = read_plan.bytes(1) / read_seconds;
-    triad_rates[t] = triad_plan.bytes(3) / triad_seconds;
+    if (with_triad) {
+      measurement = 0;
+      const double triad_seconds = best_seconds(
+          [&] {
+            const int64_t at = triad_plan.offset(measurement++);
+            kernels.triad(a.get() + at, b.get() + at, c.get() + at, triad_plan.window_floats, triad_plan.sweeps);
+          },
+          budget_seconds);
+      triad_rates[t] = triad_plan.bytes(3) / triad_seconds;
+    }
     if (t == 0) sweep_sink = sum;
-    if (a[0] != 7.0f) {
+    if (with_triad && a[0] != 7.0f) {
 #pragma omp atomic write
       triad_right = false;
     }
@@ -315,18 +313,77 @@ double sweep_gb_per_s(const SweepKernels& kernels, int threads, double read_byte
   return std::max(read, triad) / 1e9;
 }
 
-// Every data cache level's bandwidth with `threads` threads. Level i is swept over half its
+// A cache level the probe measures: its name and what the probe's threads hold of it together.
+struct ProbedLevel {
+  std::string name;
+  double capacity_bytes = 0;
+};
+
+struct ProbedLevels {
+  std::vector<ProbedLevel> levels;  // fastest first
+  std::string method;
+  std::vector<WorkingSetRate> sweep;  // the points the levels were found in, if they were
+};
+
+// The read rate of `threads` threads over working sets per thread from 4 KiB up, twice the last
+// each time, to 256 MiB (at most 1 GiB over all threads): past any last-level cache this probe
+// has met, so that the sweep ends on memory.
+std::vector<WorkingSetRate> working_set_sweep(int threads) {
+  constexpr double kPointBudgetSeconds = 0.02;
+  const SweepKernels kernels = widest_sweep_kernels();
+  const double largest = std::min(256.0 * (1 << 20), 1024.0 * (1 << 20) / threads);
+  std::vector<WorkingSetRate> sweep;
+  for (double bytes = 4096; bytes <= largest; bytes *= 2)
+    sweep.push_back({bytes, sweep_gb_per_s(kernels, threads, bytes * threads, 0, kPointBudgetSeconds)});
+  return sweep;
+}
+
+std::string bytes_text(double bytes) {
+  char text[32];
+  if (bytes >= (1 << 20))
+    std::snprintf(text, sizeof text, "%.0f MiB", bytes / (1 << 20));
+  else
+    std::snprintf(text, sizeof text, "%.0f KiB", bytes / 1024);
+  return text;
+}
+
+// The levels the operating system lists for CPU 0; where it lists none (or
+// PHASEBENCH_ROOFLINE_CACHES=sweep asks for the sweep, to check it against the listed levels), the
+// levels a working-set sweep shows (cache_levels_in_sweep), named L1d, L2, L3 in their order.
+ProbedLevels cache_levels_to_probe(int threads) {
+  ProbedLevels probed;
+  const char* forced = std::getenv("PHASEBENCH_ROOFLINE_CACHES");
+  if (!forced || std::string(forced) != "sweep")
+    for (const CacheLevel& level : data_cache_levels())
+      probed.levels.push_back({level.name, capacity_for(level, threads)});
+  if (!probed.levels.empty()) {
+    probed.method = "the sizes the operating system lists (/sys/devices/system/cpu/cpu0/cache)";
+    return probed;
+  }
+  probed.sweep = working_set_sweep(threads);
+  const std::vector<FoundCacheLevel> found = cache_levels_in_sweep(probed.sweep);
+  for (size_t i = 0; i < found.size(); ++i)
+    probed.levels.push_back({i == 0 ? "L1d" : "L" + std::to_string(i + 1), found[i].bytes_per_thread * threads});
+  probed.method = "found by a read sweep of " + std::to_string(threads) + " threads over working sets of " +
+                  bytes_text(probed.sweep.front().bytes_per_thread) + " to " +
+                  bytes_text(probed.sweep.back().bytes_per_thread) +
+                  " per thread, doubling: a level ends where the rate falls " +
+                  "by 1.25x or more, its size the largest working set before the fall, per thread times the threads";
+  return probed;
+}
+
+// Every cache level's bandwidth with `threads` threads. Level i is swept over half its
 // capacity, or over twice the faster levels' capacity when that is less: just past what the faster
 // level holds, where this level is at its fastest (the roofline needs each level's best).
-std::vector<CacheCeiling> measure_cache_bandwidths(int threads) {
+std::vector<CacheCeiling> measure_cache_bandwidths(int threads, const std::vector<ProbedLevel>& levels) {
   constexpr double kCacheBudgetSeconds = 0.1;  // per kernel and level
   const SweepKernels kernels = widest_sweep_kernels();
   std::vector<CacheCeiling> ceilings;
   double faster_capacity = 0;
-  for (const CacheLevel& level : data_cache_levels()) {
+  for (const ProbedLevel& level : levels) {
     CacheCeiling ceiling;
     ceiling.name = level.name;
-    ceiling.capacity_bytes = capacity_for(level, threads);
+    ceiling.capacity_bytes = level.capacity_bytes;
     ceiling.working_set_bytes = ceiling.capacity_bytes / 2;
     if (faster_capacity > 0) ceiling.working_set_bytes = std::min(ceiling.working_set_bytes, 2 * faster_capacity);
     ceiling.gb_per_s = sweep_gb_per_s(kernels, threads, ceiling.working_set_bytes, ceiling.working_set_bytes,
@@ -346,10 +403,13 @@ struct Bandwidth {
 
 // The same sweeps over arrays of 4x the last-level cache each (at least 64 MiB, at most 1 GiB): a
 // triad over three of them and a read of one, so that no repetition finds its data in cache.
-Bandwidth measure_bandwidth(int threads) {
-  const size_t array_bytes = std::clamp<size_t>(4 * last_level_cache_bytes(), 64 << 20, 1024 << 20);
+Bandwidth measure_bandwidth(int threads, const std::vector<ProbedLevel>& levels,
+                            double budget_seconds = kBudgetSeconds) {
+  double last_level_bytes = 0;
+  for (const ProbedLevel& level : levels) last_level_bytes = std::max(last_level_bytes, level.capacity_bytes);
+  const size_t array_bytes = std::clamp<size_t>(static_cast<size_t>(4 * last_level_bytes), 64 << 20, 1024 << 20);
   const double bytes = static_cast<double>(array_bytes);
-  const double gb_per_s = sweep_gb_per_s(widest_sweep_kernels(), threads, bytes, 3 * bytes, kBudgetSeconds);
+  const double gb_per_s = sweep_gb_per_s(widest_sweep_kernels(), threads, bytes, 3 * bytes, budget_seconds);
   return {gb_per_s, "the larger of a triad a=b+s*c over 3 x " + std::to_string(array_bytes >> 20) +
                         " MiB fp32 arrays (counted as STREAM counts it) and a read-only sweep of " +
                         std::to_string(array_bytes >> 20) + " MiB, split between " + std::to_string(threads) +
@@ -373,13 +433,15 @@ SgemmFunction find_onednn_sgemm() {
 
 constexpr int64_t kGemmSize = 1024;
 
-double onednn_sgemm_gflop_per_s(SgemmFunction sgemm) {
+double onednn_sgemm_gflop_per_s(SgemmFunction sgemm, double budget_seconds = kBudgetSeconds) {
   const int64_t n = kGemmSize;
   std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n, 0.0f);
-  const double seconds = best_seconds([&] {
-    if (sgemm('N', 'N', n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n) != 0)
-      throw std::runtime_error("dnnl_sgemm failed");
-  });
+  const double seconds = best_seconds(
+      [&] {
+        if (sgemm('N', 'N', n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n) != 0)
+          throw std::runtime_error("dnnl_sgemm failed");
+      },
+      budget_seconds);
   if (c[n + 1] != 0.125f * n) throw std::logic_error("roofline sgemm computed a wrong value");
   return 2.0 * n * n * n / seconds / 1e9;
 }
@@ -441,13 +503,13 @@ volatile float fma_sink = 0.0f;  // keeps the kernel's result alive
 
 // Each thread times its own runs (no barrier between them, as the sweeps do) and its best rate
 // counts; the rates of the threads that ran are summed.
-double fma_kernel_gflop_per_s(const FmaKernel& kernel, int threads) {
+double fma_kernel_gflop_per_s(const FmaKernel& kernel, int threads, double budget_seconds = kBudgetSeconds) {
   constexpr int64_t kSteps = 2'000'000;  // a few milliseconds per run
   std::vector<double> rates(threads, 0.0);
 #pragma omp parallel num_threads(threads)
   {
     float result = 0.0f;
-    const double seconds = best_seconds([&] { result += kernel.run(kSteps); });
+    const double seconds = best_seconds([&] { result += kernel.run(kSteps); }, budget_seconds);
     rates[omp_get_thread_num()] = 2.0 * kernel.lanes * static_cast<double>(kSteps) / seconds;
     if (omp_get_thread_num() == 0) fma_sink = result;
   }
@@ -455,7 +517,6 @@ double fma_kernel_gflop_per_s(const FmaKernel& kernel, int threads) {
   for (double rate : rates) total += rate;
   return total / 1e9;
 }
-
 
 }  // namespace
 
@@ -479,10 +540,13 @@ Ceilings measure(int threads) {
   ceilings.threads = threads;
   ceilings.fingerprint = hardware_fingerprint();
   ceilings.measured_at = utc_now();
-  const Bandwidth bandwidth = measure_bandwidth(threads);
+  ProbedLevels levels = cache_levels_to_probe(threads);
+  const Bandwidth bandwidth = measure_bandwidth(threads, levels.levels);
   ceilings.bandwidth_gb_per_s = bandwidth.gb_per_s;
   ceilings.bandwidth_method = bandwidth.method;
-  ceilings.caches = measure_cache_bandwidths(threads);
+  ceilings.caches = measure_cache_bandwidths(threads, levels.levels);
+  ceilings.cache_method = std::move(levels.method);
+  ceilings.cache_sweep = std::move(levels.sweep);
   const FmaKernel kernel = widest_fma_kernel();
   const double kernel_rate = fma_kernel_gflop_per_s(kernel, threads);
   const std::string kernel_detail = std::to_string(kernel.lanes) + " independent fp32 multiply-add chains per "
@@ -504,6 +568,25 @@ Ceilings measure(int threads) {
   ceilings.probe_seconds = seconds_since(start);
   ceilings.source = "measured";
   return ceilings;
+}
+
+BriefProbe measure_briefly(const Ceilings& cached) {
+  constexpr double kBriefBudgetSeconds = 0.05;  // per kernel: a few percent of measure()'s
+  const auto start = Clock::now();
+  const int threads = cached.threads;
+  OmpThreads scoped_threads(threads);
+  std::vector<ProbedLevel> levels;  // the cached levels size the arrays, as they did for the cache
+  for (const CacheCeiling& cache : cached.caches) levels.push_back({cache.name, cache.capacity_bytes});
+  const double first = measure_bandwidth(threads, levels, kBriefBudgetSeconds).gb_per_s;
+  const double second = measure_bandwidth(threads, levels, kBriefBudgetSeconds).gb_per_s;
+  BriefProbe probe;
+  probe.bandwidth_gb_per_s = std::max(first, second);
+  probe.noise = std::abs(first - second) / probe.bandwidth_gb_per_s;
+  probe.peak_gflop_per_s = fma_kernel_gflop_per_s(widest_fma_kernel(), threads, kBriefBudgetSeconds);
+  if (const SgemmFunction sgemm = find_onednn_sgemm(); sgemm && cached.compute_method == "onednn_sgemm")
+    probe.peak_gflop_per_s = std::max(probe.peak_gflop_per_s, onednn_sgemm_gflop_per_s(sgemm, kBriefBudgetSeconds));
+  probe.seconds = seconds_since(start);
+  return probe;
 }
 
 }  // namespace pb::roofline
