@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The sanitizer stage of CI (after ci/test.sh): the unit tests and `verify --size small` of every
-# variant, built with AddressSanitizer and UndefinedBehaviorSanitizer (preset "asan":
-# RelWithDebInfo, into build-asan). Only the two targets they need are built, and without the
-# CUDA backend: its variants cannot run on a machine without a GPU (their rows are SKIPPED), nvcc
-# does not take these flags, and their __host__ __device__ bodies are compiled by the host
-# compiler into tests/cuda/*_test.cpp, which are in the test binary here.
+# The sanitizer stage of CI (after ci/test.sh): the unit tests, `verify --size small` and
+# `verify --size random:3 --seeds 1` of every variant, built with AddressSanitizer and
+# UndefinedBehaviorSanitizer (preset "asan": RelWithDebInfo, into build-asan). Only the two targets
+# they need are built, and without the CUDA backend: its variants cannot run on a machine without a
+# GPU (their rows are SKIPPED), nvcc does not take these flags, and their __host__ __device__
+# bodies are compiled by the host compiler into tests/cuda/*_test.cpp, which are in the test
+# binary here.
 # Left out of the test binary here: Equivalence.EveryRegisteredVariantMatchesTheReference (the registry-driven verify: the `verify` below
 # runs the same checks once, instead of twice) and the browser test (chromium is not ours to check).
 set -euo pipefail
@@ -51,4 +52,8 @@ unit_tests() {
 unit_tests
 echo "sanitize: unit tests done at $(( $(date +%s) - start )) s"
 "$build_dir/phasebench" verify --size small
-echo "sanitize: verify --size small done; $(( $(date +%s) - start )) s in all"
+echo "sanitize: verify --size small done at $(( $(date +%s) - start )) s"
+# Random shapes reach the block offsets and tails that no named size does (docs/reliability.md);
+# one seed each, since the small size above already takes every seed-dependent branch.
+"$build_dir/phasebench" verify --size random:3 --seeds 1
+echo "sanitize: verify --size random:3 --seeds 1 done; $(( $(date +%s) - start )) s in all"

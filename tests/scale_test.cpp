@@ -12,11 +12,14 @@
 #include "phasebench/results.hpp"
 #include "phasebench/workload.hpp"
 #include "process.hpp"
+#include "size_checks.hpp"
 
 namespace pb {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::expect_size_list_refused;
+using testing::parse_only;
 using testing::run_phasebench;
 
 // ---- texts ---------------------------------------------------------------------------------------
@@ -64,28 +67,18 @@ TEST(ScaleList, KeepsTheOrderGiven) {
   EXPECT_EQ(size_list_text(sizes), "small,0.25x,1x,4x,large");
 }
 
-void expect_refused(const std::string& list, const std::string& mentions) {
-  try {
-    parse_size_list(list);
-    ADD_FAILURE() << "'" << list << "' was accepted";
-  } catch (const InputError& error) {
-    EXPECT_NE(std::string(error.what()).find(mentions), std::string::npos)
-        << "'" << list << "': " << error.what() << " should mention " << mentions;
-  }
-}
-
 TEST(ScaleList, BadItemsAreRefusedNamingTheItem) {
-  expect_refused("0x", "'0x'");
-  expect_refused("-1x", "'-1x'");
-  expect_refused("nanx", "'nanx'");
-  expect_refused("infx", "'infx'");
-  expect_refused("small,,4x", "item 2 is empty");
-  expect_refused("4x,", "item 2 is empty");
-  expect_refused("4x,4x", "'4x' is the same size as '4x'");
-  expect_refused("default,1x", "'1x' is the same size as 'default'");
-  expect_refused("0.5x,1/2x", "'1/2x' is the same size as '0.5x'");
-  expect_refused("fourx", "'fourx'");
-  expect_refused("4", "'4'");
+  expect_size_list_refused("0x", "'0x'");
+  expect_size_list_refused("-1x", "'-1x'");
+  expect_size_list_refused("nanx", "'nanx'");
+  expect_size_list_refused("infx", "'infx'");
+  expect_size_list_refused("small,,4x", "item 2 is empty");
+  expect_size_list_refused("4x,", "item 2 is empty");
+  expect_size_list_refused("4x,4x", "'4x' is the same size as '4x'");
+  expect_size_list_refused("default,1x", "'1x' is the same size as 'default'");
+  expect_size_list_refused("0.5x,1/2x", "'1/2x' is the same size as '0.5x'");
+  expect_size_list_refused("fourx", "'fourx'");
+  expect_size_list_refused("4", "'4'");
 }
 
 TEST(ScaleList, AScaleWithoutAValidShapeIsRefusedBeforeAnythingIsMade) {
@@ -162,10 +155,6 @@ TEST(ScaleRule, InputsAreMadeUpToOneXAndTheOracleReadsTheSmallest) {
 }
 
 // ---- the command line ----------------------------------------------------------------------------
-
-int parse_only(const std::string& arguments) {
-  return testing::run_in_process(arguments, CliMode::ParseOnly).exit_code;
-}
 
 TEST(ScaleCli, SizeListsParseWhereCommandsTakeThem) {
   EXPECT_EQ(parse_only("run --size small,0.25x,1x,4x,large"), 0);

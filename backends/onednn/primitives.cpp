@@ -2,6 +2,8 @@
 
 #include "backends/onednn/primitives.hpp"
 
+#include <stdexcept>
+
 namespace pb::onednn_backend {
 
 using dnnl::algorithm;
@@ -44,8 +46,28 @@ Execution binary(algorithm kind, const memory& src0, const memory& src1, const m
           post.with({{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}})};
 }
 
+namespace {
+
+// oneDNN refuses a reduction whose dst has src's dims (every reduced extent 1). Each value is then
+// its own reduction: itself (sum, mean, max, min, product), or its square (the power-2 norm sum),
+// computed as a binary primitive of src with itself, which takes the same post-ops.
+Execution reduce_single_values(algorithm kind, const memory& src, const memory& dst, const PostOps& post, float p) {
+  const bool is_identity = kind == algorithm::reduction_sum || kind == algorithm::reduction_mean ||
+                           kind == algorithm::reduction_max || kind == algorithm::reduction_min ||
+                           kind == algorithm::reduction_mul;
+  const bool is_square = kind == algorithm::reduction_norm_lp_power_p_sum && p == 2.0f;
+  if (!is_identity && !is_square)
+    throw std::invalid_argument(
+        "onednn reduce: a reduction over extents of 1 is written for sum, mean, max, min, "
+        "mul and the power-2 norm sum only");
+  return binary(is_square ? algorithm::binary_mul : algorithm::binary_max, src, src, dst, post);
+}
+
+}  // namespace
+
 Execution reduce(algorithm kind, const memory& src, const memory& dst, const PostOps& post,
                  float p) {
+  if (src.get_desc().dims() == dst.get_desc().dims()) return reduce_single_values(kind, src, dst, post, p);
   return {reduction_pd(kind, src.get_desc(), dst.get_desc(), post.attr(), p),
           post.with({{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}})};
 }

@@ -204,6 +204,7 @@ Execution eltwise(dnnl::algorithm kind, const dnnl::memory& src, const dnnl::mem
                   float alpha = 0.0f, float beta = 0.0f);
 Execution binary(dnnl::algorithm kind, const dnnl::memory& src0, const dnnl::memory& src1,
                  const dnnl::memory& dst, const PostOps& post = {});
+/// src reduced into dst (reduction_pd); where dst has src's dims, each value reduced alone.
 Execution reduce(dnnl::algorithm kind, const dnnl::memory& src, const dnnl::memory& dst,
                  const PostOps& post = {}, float p = 0.0f);
 Execution matmul(const dnnl::memory& src, const dnnl::memory& weights, const dnnl::memory& dst,

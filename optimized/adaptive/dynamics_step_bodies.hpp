@@ -157,7 +157,7 @@ class DynamicsLadder {
   /// setup(): the inputs on the device, every buffer of the steps made.
   DynamicsLadder(Exec& exec, const ArrayMap& inputs, const PhasePlan& plan)
       : exec_(exec),
-        d_(ad::dimensions_of(require(inputs, ad::kInput))),
+        d_(ad::dimensions_of(inputs)),
         fused_anxiety_(plan.has(ad::kFusedAnxiety)),
         gathered_scale_(plan.has(ad::kGatheredPhaseScale)),
         fused_hidden_(plan.has(ad::kFusedHidden)),

@@ -16,17 +16,15 @@
 
 namespace pb::suites::adaptive {
 
-ref::Dimensions dimensions_of(const HostArray& x) {
-  for (SizeClass size : all_sizes()) {
-    const ref::Dimensions d = dimensions(size);
-    if (x.shape == std::vector<int64_t>{d.batch, d.nodes, d.input}) return d;
-  }
-  ref::Dimensions scaled = dimensions(SizeClass::Default);
-  if (x.shape.size() == 3 && x.shape[0] > 0 && x.shape[1] == scaled.nodes && x.shape[2] == scaled.input) {
-    scaled.batch = x.shape[0];
-    return scaled;
-  }
-  throw std::invalid_argument("x has shape " + x.shape_string() + ", which is no adaptive/dynamics_step size");
+ref::Dimensions dimensions_of(const ArrayMap& inputs) {
+  const HostArray& x = require(inputs, kInput);
+  const HostArray& weight = require(inputs, kWeight);
+  const bool valid = x.shape.size() == 3 && weight.shape.size() == 2 && weight.shape[0] == weight.shape[1] &&
+                     x.shape[2] >= 1 && x.shape[2] <= weight.shape[0];
+  if (!valid)
+    throw std::invalid_argument("x " + x.shape_string() + " and W " + weight.shape_string() +
+                                " are no adaptive/dynamics_step shapes: x [B, N, I], W [H, H], I <= H");
+  return {x.shape[0], x.shape[1], weight.shape[0], x.shape[2], kSteps};
 }
 
 namespace {
@@ -107,7 +105,7 @@ class DynamicsStep final : public Workload {
   }
 
   ArrayMap reference_fp64(const ArrayMap& inputs) const override {
-    const ref::Dimensions d = dimensions_of(require(inputs, kInput));
+    const ref::Dimensions d = dimensions_of(inputs);
     ref::State<double> state = load_initial_state<double>(inputs);
     ref::dynamics(load_parameters<double>(inputs), d, values_of<double>(inputs, kInput), load_phases(inputs), state);
     return state_outputs(state, d, ElementType::Float64);

@@ -52,6 +52,8 @@ inline constexpr const char* kPhaseScaleRegion = "phase_scale";  // _apply_phase
 inline constexpr const char* kHiddenRegion = "hidden";           // _update_hidden_state
 inline constexpr const char* kEnergyRegion = "energy";           // _update_energy_with_anxiety
 
+inline constexpr int64_t kSteps = 8;  // S, the same at every size
+
 inline ref::Dimensions dimensions(SizeClass size) {
   switch (size.name()) {  // B, N, H, I, S
     case SizeName::Small:
@@ -66,13 +68,23 @@ inline ref::Dimensions dimensions(SizeClass size) {
       scaled.batch = scaling::count(scaled.batch, size.scale());
       return scaled;
     }
+    case SizeName::Random: {
+      // B x N cells cross the 16-cell SIMD blocks; N a multiple of 5, so that each energy band of
+      // the inputs (n mod 5) holds a fifth of the nodes, and at least 10, so that the band near 0
+      // and one more energy clamped there stay within 30% of the output; H >= 8, since with fewer hidden values the
+      // energy's step w_e . h' is too small to lift the low band's energies off the clamp at 0 (the unbiased variance
+      // over H needs 2); I <= H, since the input projection reads W[:, :I]. S stays kSteps: no input carries it.
+      const int64_t hidden = random_shape::count(size, 2, 8, 40);
+      return {random_shape::count(size, 0, 1, 6), 5 * random_shape::count(size, 1, 2, 8), hidden,
+              random_shape::count(size, 3, 1, hidden), kSteps};
+    }
   }
   return {2, 5, 6, 4, 8};
 }
 
-/// The size whose input x has the shape of `x`: a named size's, else a scale's (the default's
-/// dimensions at x's batch); std::invalid_argument when none has.
-ref::Dimensions dimensions_of(const HostArray& x);
+/// The dimensions of the inputs: B, N and I from x, H from W, S = kSteps (every size's).
+/// std::invalid_argument when x and W are no valid pair.
+ref::Dimensions dimensions_of(const ArrayMap& inputs);
 
 /// An input's values converted to Scalar.
 template <typename Scalar>

@@ -26,8 +26,6 @@
 namespace pb::suites::energy_flow {
 namespace {
 
-constexpr double kCoveredShare = 0.8;  // of the B H W cells, each given one completed flow
-constexpr int64_t kNotCompletedEvery = 8;  // one flow in 8 is not completed
 constexpr int kMaxSteps = 30;
 constexpr double kBf16WeightsBudget = 1e-2;  // outputs_for says why (docs/energy_flow.md: the figures)
 
@@ -48,7 +46,7 @@ std::vector<FlowDraft> place_flows(const ref::Lattice& lattice, SeededGenerator&
   std::vector<int64_t> cells(lattice.cells());
   std::iota(cells.begin(), cells.end(), 0);
   shuffle(cells, random);
-  const int64_t not_completed = std::max<int64_t>(3, lattice.flows / kNotCompletedEvery);
+  const int64_t not_completed = std::max<int64_t>(kFewestNotCompleted, lattice.flows / kNotCompletedEvery);
   const int64_t completed = lattice.flows - not_completed;
   const int64_t covered = std::min<int64_t>(static_cast<int64_t>(kCoveredShare * lattice.cells()), completed - 3);
   std::vector<FlowDraft> drafts;
@@ -99,8 +97,11 @@ class Aggregate final : public Workload {
     }
     if (seed % 2 == 0) make_first_completed_flow_dominant(drafts, position, steps, energy);
     else move_a_completed_flow_onto_a_tie(l, drafts, position);
-    return {{kBatch, std::move(batch)},   {kPosition, std::move(position)}, {kEnergy, std::move(energy)},
-            {kSteps, std::move(steps)},   {kActive, std::move(active)},     {kProjected, std::move(projected)}};
+    HostArray dims = HostArray::zeros({4}, ElementType::Int64);
+    dims.values = {double(l.width), double(l.height), double(l.depth), double(l.batch)};
+    return {{kBatch, std::move(batch)},     {kPosition, std::move(position)}, {kEnergy, std::move(energy)},
+            {kSteps, std::move(steps)},     {kActive, std::move(active)},     {kProjected, std::move(projected)},
+            {kLatticeDims, std::move(dims)}};
   }
 
   // Even seeds give the first completed flow omega = 100 (its energy scaled to that, sign kept):

@@ -4,6 +4,7 @@
 // reference/energy_flow/aggregate.hpp. Definition (inputs, catalog, tolerances, work):
 // aggregate.cpp.
 
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -23,6 +24,8 @@ inline const std::string kEnergy = "flow.energy";        // float32 [F]
 inline const std::string kSteps = "flow.steps";          // int64 [F]
 inline const std::string kActive = "flow.active";        // int64 [F], 0 or 1
 inline const std::string kProjected = "flow.projected";  // int64 [F], 0 or 1
+// The lattice the flows land on, which the flows alone do not say.
+inline const std::string kLatticeDims = "lattice";  // int64 [4]: W, H, D, B
 // Output.
 inline const std::string kAggregated = "aggregated_energy";  // float32 [B, H * W]
 
@@ -40,6 +43,19 @@ inline constexpr const char* kVectorizedFlows = "vectorized_flows";
 // Not an optimization: the original's bug, declared as such (aggregate.cpp's KnownBugRegistration), must be CAUGHT.
 inline constexpr const char* kLegacyXyGrouping = "legacy_xy_grouping";
 
+inline constexpr double kCoveredShare = 0.8;       // of the B H W cells, each given one completed flow
+inline constexpr int64_t kNotCompletedEvery = 8;   // one flow in 8 is not completed
+inline constexpr int64_t kFewestNotCompleted = 3;  // one of each kind of flow that is not completed
+
+/// The fewest flows with which the placement (aggregate.cpp) covers its share of `cells` and
+/// keeps the three flows it moves: completed - 3 >= covered.
+inline int64_t fewest_flows(int64_t cells) {
+  const auto covered = static_cast<int64_t>(kCoveredShare * static_cast<double>(cells));
+  int64_t flows = 1;
+  while (flows - std::max(kFewestNotCompleted, flows / kNotCompletedEvery) - 3 < std::max<int64_t>(covered, 1)) ++flows;
+  return flows;
+}
+
 inline ref::Lattice lattice(SizeClass size) {
   switch (size.name()) {  // W, H, D, B, F
     case SizeName::Small:
@@ -49,28 +65,36 @@ inline ref::Lattice lattice(SizeClass size) {
     case SizeName::Large:
       return {100, 100, 50, 32, 1'000'000};
     case SizeName::Scaled: {
-      // A scale grows the flows (F, at least one) on the default's lattice. A count that is a named
-      // size's own F is moved up by one, so that the inputs still say their lattice (lattice_of).
+      // A scale grows the flows (F, at least one) on the default's lattice.
       ref::Lattice scaled = lattice(SizeClass::Default);
       scaled.flows = scaling::count(scaled.flows, size.scale());
-      for (const SizeClass named : {SizeClass::Small, SizeClass::Large})
-        if (scaled.flows == lattice(named).flows) ++scaled.flows;
       return scaled;
+    }
+    case SizeName::Random: {
+      // W, H >= 2: a cell's index divides by W - 1 and H - 1. B >= 2: legacy_xy_grouping's bug
+      // shows only across batch elements. F from the fewest the placement needs to twice that.
+      ref::Lattice drawn{static_cast<int>(random_shape::count(size, 0, 2, 24)),
+                         static_cast<int>(random_shape::count(size, 1, 2, 24)),
+                         static_cast<int>(random_shape::count(size, 2, 1, 8)),
+                         static_cast<int>(random_shape::count(size, 3, 2, 4)), 0};
+      const int64_t fewest = fewest_flows(drawn.cells());
+      drawn.flows = random_shape::count(size, 4, fewest, 2 * fewest);
+      return drawn;
     }
   }
   throw std::invalid_argument("unknown energy_flow size");
 }
 
-/// The lattice whose flow count the inputs have: every named size has its own F, and a scale's is
-/// the default lattice with the inputs' F.
+/// The lattice the inputs say (kLatticeDims) with the inputs' F.
 inline ref::Lattice lattice_of(const ArrayMap& inputs) {
   const int64_t flows = require(inputs, kEnergy).numel();
-  for (SizeClass size : all_sizes())
-    if (lattice(size).flows == flows) return lattice(size);
-  if (flows < 1) throw std::invalid_argument(kEnergy + " has no flows, which is no energy_flow size");
-  ref::Lattice scaled = lattice(SizeClass::Default);
-  scaled.flows = flows;
-  return scaled;
+  const HostArray& dims = require(inputs, kLatticeDims);
+  if (dims.numel() != 4 || flows < 1 || dims.values[0] < 2 || dims.values[1] < 2 || dims.values[2] < 1 ||
+      dims.values[3] < 1)
+    throw std::invalid_argument(kLatticeDims + " " + dims.shape_string() + " with " + std::to_string(flows) +
+                                " flows is no energy_flow lattice: give W, H >= 2, D, B >= 1 and some flows");
+  return {static_cast<int>(dims.values[0]), static_cast<int>(dims.values[1]), static_cast<int>(dims.values[2]),
+          static_cast<int>(dims.values[3]), flows};
 }
 
 /// The flows of the inputs, as Scalar.

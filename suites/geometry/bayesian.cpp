@@ -22,6 +22,8 @@
 #include "reference/geometry/bayesian.hpp"
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "phasebench/rng.hpp"
 #include "suites/geometry/field.hpp"
@@ -47,6 +49,9 @@ void put_z_on_the_threshold(HostArray& f, HostArray& e) {
   int64_t value = 0;                                                  // the complex value to set next
   for (int bit = 0; bit < 24; ++bit) {
     if ((bits >> bit & 1) == 0) continue;
+    if (2 * value + 1 >= f.numel())
+      throw std::invalid_argument("geometry/bayesian: a field of " + std::to_string(f.numel() / 2) +
+                                  " complex values is too small to put Z on its threshold");
     const int power = exponent - 24 + bit;
     const bool odd = (power & 1) != 0;
     const double part = std::ldexp(1.0, (odd ? power - 1 : power) / 2);

@@ -47,6 +47,8 @@ inline ChristoffelSize christoffel_size(SizeClass size) {
       return {16, 1024};
     case SizeName::Scaled:  // a scale grows the points per batch row (N, at least one); B stays 8
       return {8, scaling::count(256, size.scale())};
+    case SizeName::Random:  // B N points cross the 16-point SIMD blocks
+      return {random_shape::count(size, 0, 1, 6), random_shape::count(size, 1, 1, 40)};
   }
   return {2, 3};
 }

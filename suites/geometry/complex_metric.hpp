@@ -50,6 +50,8 @@ inline MetricShape metric_shape(SizeClass size) {
       return {16, 8192};
     case SizeName::Scaled:  // a scale grows the positions (N, at least one); B stays 16
       return {16, scaling::count(1024, size.scale())};
+    case SizeName::Random:  // B N items cross the SIMD rows; d and S are the math's constants
+      return {random_shape::count(size, 0, 1, 6), random_shape::count(size, 1, 1, 40)};
   }
   throw std::invalid_argument("unknown complex_metric size");
 }

@@ -6,6 +6,7 @@
 // A complex field [Nx,Ny,D,D] is stored as its real view [Nx,Ny,D,D,2] (torch.view_as_real): per
 // lattice site, 2 D^2 interleaved real channels. The stencil acts on each of them alone.
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -18,6 +19,10 @@
 namespace pb::suites::geometry {
 
 namespace ref = pb::reference::geometry;
+
+/// The fewest complex values of a field: bayesian's fallback seeds put Z on its threshold with up to
+/// 24 values set on purpose (one per bit of an fp32 mantissa).
+inline constexpr int64_t kFewestFieldValues = 24;
 
 /// Nx x Ny x D x D of the suite's definition (docs/geometry.md), shared by both workloads.
 inline ref::FieldShape field_shape(SizeClass size) {
@@ -35,6 +40,13 @@ inline ref::FieldShape field_shape(SizeClass size) {
       scaled.nx = scaling::count(scaled.nx, side);
       scaled.ny = scaling::count(scaled.ny, side);
       return scaled;
+    }
+    case SizeName::Random: {
+      // Any grid (the stencil is periodic); 2 D^2 channels cross the SIMD runs; at least
+      // kFewestFieldValues complex values, which bayesian's fallback seeds set on purpose.
+      const int64_t d = random_shape::count(size, 2, 1, 6), nx = random_shape::count(size, 0, 1, 24);
+      const int64_t fewest_ny = (kFewestFieldValues + nx * d * d - 1) / (nx * d * d);
+      return {nx, random_shape::count(size, 1, std::min<int64_t>(fewest_ny, 24), 24), d};
     }
   }
   throw std::invalid_argument("unknown geometry field size");

@@ -47,6 +47,9 @@ inline ConvShape conv_shape(SizeClass size) {
       return {16, 16384, 64};
     case SizeName::Scaled:  // a scale grows the batch (at least one); N and the channels stay the default's
       return {scaling::count(8, size.scale()), 4096, 64};
+    case SizeName::Random:  // any N (the FFT length 2N need not be a power of two), any channels
+      return {random_shape::count(size, 0, 1, 4), random_shape::count(size, 1, 1, 64),
+              random_shape::count(size, 2, 1, 24)};
   }
   return {2, 13, 3};
 }

@@ -30,10 +30,26 @@ inline constexpr const char* kStreamingUpdate = "streaming_update";   // one fla
 inline std::string param_name(int j) { return std::string("param.") + (j < 10 ? "0" : "") + std::to_string(j); }
 inline std::string grad_name(int j) { return std::string("grad.") + (j < 10 ? "0" : "") + std::to_string(j); }
 
+/// Random shapes: 3 to 10 tensors (at least 3, so that even seeds' last two tiny tensors follow a
+/// first one), each a vector or a matrix, every extent 1 to 40: tensors shorter and longer than
+/// the 8 leading coordinates, and flat offsets on no block boundary.
+inline std::vector<std::vector<int64_t>> random_parameter_shapes(SizeClass size) {
+  const int64_t tensors = random_shape::count(size, 0, 3, 10);
+  std::vector<std::vector<int64_t>> shapes;
+  for (int j = 0; j < tensors; ++j) {
+    const int first = 1 + 3 * j;
+    std::vector<int64_t> shape{random_shape::count(size, first, 1, 40)};
+    if (random_shape::count(size, first + 1, 1, 2) == 2) shape.push_back(random_shape::count(size, first + 2, 1, 40));
+    shapes.push_back(shape);
+  }
+  return shapes;
+}
+
 /// The parameter shapes of a size: small [5], [4,3], [11]; default and large a transformer's set,
 /// per block 4 x [w,w] (attention), [4w,w] and [w,4w] (MLP), 2 x [w] (norms).
 inline std::vector<std::vector<int64_t>> parameter_shapes(SizeClass size) {
   if (size == SizeClass::Small) return {{5}, {4, 3}, {11}};
+  if (size.is_random()) return random_parameter_shapes(size);
   // A scale keeps the default's 6 blocks (48 tensors) and grows the values: the width by the
   // scale's square root, in whole blocks of 16 (at least 16).
   const int64_t blocks = size == SizeClass::Large ? 12 : 6;

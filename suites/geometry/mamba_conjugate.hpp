@@ -43,6 +43,8 @@ inline StateShape state_shape(SizeClass size) {
       return {64, 16384};
     case SizeName::Scaled:  // a scale grows the sequence (L, at least one step); B stays 16
       return {16, scaling::count(4096, size.scale())};
+    case SizeName::Random:  // B L rows of 8 cross the SIMD blocks
+      return {random_shape::count(size, 0, 1, 6), random_shape::count(size, 1, 1, 64)};
   }
   throw std::invalid_argument("unknown mamba_conjugate size");
 }

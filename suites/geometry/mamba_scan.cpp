@@ -60,7 +60,7 @@ class MambaScan final : public Workload {
     uniform(kTheta, S, -M_PI, M_PI);
     uniform(kOmega, S, -0.2, 0.2);
     uniform(kSigma, S, 0.8, 0.84);
-    if (size == SizeClass::Small) {
+    if (size == SizeClass::Small || size.is_random()) {
       const HostArray beyond = uniform_array(seed, p + "sigma_beyond_clamp", {2}, 0, 1);
       // Rounded again: the oracle must compute from the very floats the variants get.
       in[kSigma].values[0] = round_to(ElementType::Float32, 0.3 + 0.15 * beyond.values[0]);  // clamped up to 0.5

@@ -77,6 +77,12 @@ inline Dims dims(SizeClass size) {
       return {8, 1024, 512, 1024};
     case SizeName::Scaled:  // a scale grows the batch (B, at least one); L stays 256, inside fp32's range
       return {scaling::count(4, size.scale()), 256, 512, 1024};
+    case SizeName::Random:
+      // L from 1 (scan chunks of any length); D and E across the row blocks. D >= 2: the output's
+      // LayerNorm over one value is its bias alone, with 1/sqrt(eps) amplifying the round-off of
+      // x - mean, which fp32 kernels compute as x s - mean s.
+      return {random_shape::count(size, 0, 1, 3), random_shape::count(size, 1, 1, 24),
+              random_shape::count(size, 2, 2, 40), random_shape::count(size, 3, 1, 48)};
   }
   throw std::invalid_argument("unknown mamba_scan size");
 }

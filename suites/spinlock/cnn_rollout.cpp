@@ -82,6 +82,8 @@ class CnnRollout final : public Workload {
     const double head_bound = 1 / std::sqrt(double(in));
     inputs[kHeadWeight] = uniform_array(seed, "spinlock/head.weight", {ref::kFieldChannels, in}, -head_bound, head_bound);
     inputs[kHeadBias] = uniform_array(seed, "spinlock/head.bias", {ref::kFieldChannels}, -head_bound, head_bound);
+    inputs[kRolloutDims] = HostArray::zeros({2}, ElementType::Int64);
+    inputs[kRolloutDims].values = {double(a.realizations), double(a.steps)};
     return inputs;
   }
 
@@ -190,25 +192,29 @@ class CnnRollout final : public Workload {
   }
 
  private:
-  // A named size has its own grid or first block; a scale is the default's architecture on the
-  // inputs' grid.
+  // The grid from x0, c0 and k from the first block's weight, the layers from the count of
+  // blocks, M and T from kRolloutDims.
   ref::Architecture architecture_of(const ArrayMap& inputs) const {
     const HostArray& x0 = require(inputs, kInitialField);
     const HostArray& first_weight = require(inputs, block_input(0, "weight"));
-    for (SizeClass size : all_sizes()) {
-      const ref::Architecture a = architecture(size, policy_);
-      if (x0.shape == std::vector<int64_t>{ref::kFieldChannels, a.height, a.width} &&
-          first_weight.shape == std::vector<int64_t>{a.c0, ref::kFieldChannels, a.kernel, a.kernel})
-        return a;
-    }
-    ref::Architecture scaled = architecture(SizeClass::Default, policy_);
-    if (x0.shape.size() == 3 && x0.shape[0] == ref::kFieldChannels && x0.shape[1] >= scaled.kernel &&
-        x0.shape[2] >= scaled.kernel) {
-      scaled.height = static_cast<int>(x0.shape[1]);
-      scaled.width = static_cast<int>(x0.shape[2]);
-      return scaled;
-    }
-    throw std::invalid_argument("x0 has shape " + x0.shape_string() + ", which is no spinlock size");
+    const HostArray& rollout = require(inputs, kRolloutDims);
+    int blocks = 1;
+    while (inputs.count(block_input(blocks, "weight"))) ++blocks;
+    const bool valid = x0.shape.size() == 3 && x0.shape[0] == ref::kFieldChannels && first_weight.shape.size() == 4 &&
+                       first_weight.shape[1] == ref::kFieldChannels && first_weight.shape[2] == first_weight.shape[3] &&
+                       x0.shape[1] >= first_weight.shape[2] && x0.shape[2] >= first_weight.shape[2] &&
+                       rollout.numel() == 2 && rollout.values[0] >= 1 && rollout.values[1] >= 1;
+    if (!valid)
+      throw std::invalid_argument("x0 " + x0.shape_string() + ", " + block_input(0, "weight") + " " +
+                                  first_weight.shape_string() + " and " + kRolloutDims + " " + rollout.shape_string() +
+                                  " are no spinlock shapes");
+    return {static_cast<int>(x0.shape[1]),
+            static_cast<int>(x0.shape[2]),
+            static_cast<int>(rollout.values[0]),
+            static_cast<int>(rollout.values[1]),
+            blocks - 1,
+            static_cast<int>(first_weight.shape[0]),
+            static_cast<int>(first_weight.shape[2])};
   }
 
   OutputSpec budgeted(const std::string& against, double local, int steps, std::string reason) const {

@@ -21,6 +21,8 @@ inline std::string block_input(int block, const std::string& what) {  // weight 
 }
 inline const std::string kHeadWeight = "head.weight";  // [3, channels of the last block]
 inline const std::string kHeadBias = "head.bias";      // [3]
+// What the weights and x0 do not say: the realizations and the trajectory's steps.
+inline const std::string kRolloutDims = "rollout";  // int64 [2]: M, T
 
 // Output: the trajectory [T, M, 3, H, W]. The reference also holds the fp64 trajectory of the
 // approximate model of phases 3-5 (GroupNorm, tanh-GELU), which those phases are checked against.
@@ -68,6 +70,16 @@ inline ref::Architecture architecture(SizeClass size, ref::Policy policy) {
       scaled.height = static_cast<int>(scaling::count(scaled.height, side, scaled.kernel));
       scaled.width = static_cast<int>(scaling::count(scaled.width, side, scaled.kernel));
       return scaled;
+    }
+    case SizeName::Random: {
+      // k odd (3 or 5), so "same" padding is k / 2 on each side; the grid at least k on each side;
+      // T >= 2, a trajectory with at least one update; at most 3 layers (block_channels).
+      const int kernel = 1 + 2 * static_cast<int>(random_shape::count(size, 6, 1, 2));
+      const auto draw = [size](int dimension, int minimum, int maximum) {
+        return static_cast<int>(random_shape::count(size, dimension, minimum, maximum));
+      };
+      return {draw(0, kernel, 17), draw(1, kernel, 17), draw(2, 1, 2), draw(3, 2, 4),
+              draw(4, 1, 3),       draw(5, 1, 6),       kernel};
     }
   }
   throw std::invalid_argument("unknown spinlock size");

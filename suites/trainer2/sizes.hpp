@@ -34,6 +34,18 @@ inline Trainer2Size trainer2_size(SizeClass size) {
       scaled.batch = static_cast<int>(scaling::count(scaled.batch, size.scale()));
       return scaled;
     }
+    case SizeName::Random: {
+      // d >= n = 8: the coordinates are O's first n values; K = T + C candidates of any count,
+      // so the candidate rows cross the 16-lane blocks; any field grid (the stencil is periodic).
+      // C > B >= 2: train_step's write of B rows wraps around the bank and leaves its pointer
+      // off row 0 (a pointer of 0 would be an output of zeros).
+      const auto draw = [size](int dimension, int minimum, int maximum) {
+        return static_cast<int>(random_shape::count(size, dimension, minimum, maximum));
+      };
+      const int batch = draw(0, 2, 6);
+      return {batch,         draw(1, 1, 24), draw(2, 8, 40), draw(3, batch + 1, 40),
+              draw(4, 1, 8), draw(5, 1, 8),  draw(6, 1, 4),  draw(7, 1, 6)};
+    }
   }
   throw std::invalid_argument("unknown trainer2 size");
 }

@@ -110,7 +110,8 @@ Dump load_dump(const fs::path& dir) {
     throw InputError("the dump's workload '" + dump.workload + "' is not one of this phasebench's (see `phasebench list`)");
   const auto size = parse_size(dump.size);
   if (!size)
-    throw InputError("the dump's size '" + dump.size + "' is none of small, default, large nor a scale such as 0.25x");
+    throw InputError("the dump's size '" + dump.size +
+                     "' is none of small, default, large, a scale such as 0.25x nor a random shape such as random-3");
   dump.checks = agreed_checks(manifest, *workload, *size);
   for (const OutputSpec& spec : dump.checks)
     if (!dump.reference.count(spec.reference_name()))

@@ -23,7 +23,9 @@ namespace {
 
 int default_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
-constexpr const char* kSizeHelp = "small, default, large, or a scale of the default such as 4x, 0.25x, 1/16x";
+constexpr const char* kSizeHelp =
+    "small, default, large, a scale of the default such as 4x, 0.25x, 1/16x, or random shapes: random-3, random:8 "
+    "(random-1 ... random-8)";
 
 void add_selection(CLI::App& command, Selection& selection, bool with_backend) {
   command.add_option("--suite", selection.suite, "only this suite (e.g. trainer2)");

@@ -9,6 +9,7 @@
 
 #include "commands/verify_command.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -200,12 +201,28 @@ class Supervisor {
   std::vector<std::string> arguments_;
 };
 
+// "geometry/christoffel random-3: B=5 N=37", one line per selected workload and random size, so
+// that a failure at a random shape can be rerun alone with --size random-3 --filter ....
+void print_random_shapes(const Selection& selection, const std::vector<SizeClass>& sizes) {
+  for (const SizeClass size : sizes) {
+    if (!size.is_random()) continue;
+    std::vector<const Workload*> shown;
+    for (const Case& c : plan_cases(selection, size)) {
+      if (std::find(shown.begin(), shown.end(), c.workload.get()) != shown.end()) continue;
+      shown.push_back(c.workload.get());
+      std::cout << c.workload->full_name() << " " << to_string(size) << ": " << c.workload->shape(size) << "\n";
+    }
+  }
+  std::cout << std::flush;
+}
+
 }  // namespace
 
 int verify(VerifyCommand command, int argc, char** argv) {
   const std::vector<SizeClass> sizes = command.options.sizes.empty() ? all_sizes() : command.options.sizes;
   for (SizeClass size : sizes) plan_cases(command.options.selection, size);  // bad selections fail here, exit 2
   if (!command.worker_dir.empty()) return run_worker(std::move(command));
+  print_random_shapes(command.options.selection, sizes);
   if (std::getenv("PHASEBENCH_NO_ISOLATION")) return verify_in_process(std::move(command.options));
   return Supervisor(argc, argv).run();
 }

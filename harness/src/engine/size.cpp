@@ -1,4 +1,5 @@
-// Sizes: the named ones, scales of the default, their texts and the rounding rules of scale rules.
+// Sizes: the named ones, scales of the default, random shapes, their texts, the rounding rules of
+// scale rules and the drawing rules of random-shape rules.
 
 #include "phasebench/size.hpp"
 
@@ -11,6 +12,7 @@
 #include <limits>
 
 #include "phasebench/errors.hpp"
+#include "phasebench/rng.hpp"
 #include "phasebench/workload.hpp"
 
 namespace pb {
@@ -61,13 +63,50 @@ std::optional<double> scale_factor(std::string_view text) {
 
 std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
 
+constexpr std::string_view kRandomPrefix = "random-";
+constexpr std::string_view kRandomListPrefix = "random:";
+constexpr uint32_t kMaxRandomCount = 1000;
+
+// A positive decimal integer without leading zeros, up to `maximum`; nullopt for anything else.
+std::optional<uint32_t> positive_integer(std::string_view text, uint32_t maximum) {
+  if (text.empty() || text.size() > 10 || text[0] == '0' ||
+      text.find_first_not_of("0123456789") != std::string_view::npos)
+    return std::nullopt;
+  const uint64_t value = std::strtoull(std::string(text).c_str(), nullptr, 10);
+  if (value > maximum) return std::nullopt;
+  return static_cast<uint32_t>(value);
+}
+
+// The random shape "random-<k>" names; nullopt when `text` is no such name.
+std::optional<SizeClass> random_size(std::string_view text) {
+  if (text.substr(0, kRandomPrefix.size()) != kRandomPrefix) return std::nullopt;
+  const auto seed = positive_integer(text.substr(kRandomPrefix.size()), SizeClass::kMaxShapeSeed);
+  if (!seed) return std::nullopt;
+  return SizeClass::random(*seed);
+}
+
+// random-1 ... random-N for the item "random:N"; InputError for a bad count.
+std::vector<SizeClass> random_sizes(std::string_view item) {
+  const auto count = positive_integer(item.substr(kRandomListPrefix.size()), kMaxRandomCount);
+  if (!count)
+    throw InputError("--size " + quoted(item) + ": give the count of random shapes as a whole number from 1 to " +
+                     std::to_string(kMaxRandomCount) + ", as in random:8");
+  std::vector<SizeClass> sizes;
+  for (uint32_t k = 1; k <= *count; ++k) sizes.push_back(SizeClass::random(k));
+  return sizes;
+}
+
 // The size `text` names, or InputError saying why it names none.
 SizeClass size_from_text(std::string_view text) {
   const std::optional<double> factor = scale_factor(text);
   if (!factor) {
     if (const auto named = parse_size(text)) return *named;
+    if (text.substr(0, kRandomPrefix.size()) == kRandomPrefix)
+      throw InputError("--size " + quoted(text) + ": a random shape is random-<k>, k a whole number from 1 to " +
+                       std::to_string(SizeClass::kMaxShapeSeed) + ", as in random-3");
     throw InputError("--size " + quoted(text) +
-                     " is no size: give small, default, large or a scale of the default such as 4x, 0.25x, 1/16x");
+                     " is no size: give small, default, large, a scale of the default such as 4x, 0.25x, 1/16x, "
+                     "or random shapes such as random:8 or random-3");
   }
   if (!std::isfinite(*factor) || *factor <= 0)
     throw InputError("--size " + quoted(text) + ": a scale must be a positive finite number, as in 4x or 1/16x");
@@ -84,6 +123,7 @@ int64_t checked(double count, double factor) {
 }  // namespace
 
 SizeClass SizeClass::scaled(double factor) { return {SizeName::Scaled, factor}; }
+SizeClass SizeClass::random(uint32_t shape_seed) { return {SizeName::Random, 1.0, shape_seed}; }
 
 bool SizeClass::same_point(const SizeClass& other) const {
   const auto as_scale = [](const SizeClass& size) { return size == Default ? scaled(1.0) : size; };
@@ -100,6 +140,8 @@ std::string to_string(SizeClass size) {
       return "large";
     case SizeName::Scaled:
       return shortest_text(size.scale()) + "x";
+    case SizeName::Random:
+      return std::string(kRandomPrefix) + std::to_string(size.shape_seed());
   }
   return "?";
 }
@@ -107,6 +149,7 @@ std::string to_string(SizeClass size) {
 std::optional<SizeClass> parse_size(std::string_view text) {
   for (SizeClass size : all_sizes())
     if (to_string(size) == text) return size;
+  if (const auto random = random_size(text)) return random;
   const std::optional<double> factor = scale_factor(text);
   if (!factor || !std::isfinite(*factor) || *factor <= 0) return std::nullopt;
   return SizeClass::scaled(*factor);
@@ -114,6 +157,7 @@ std::optional<SizeClass> parse_size(std::string_view text) {
 
 std::vector<SizeClass> parse_size_list(std::string_view text) {
   std::vector<SizeClass> sizes;
+  std::vector<std::string_view> item_of;  // the item each size came from
   std::vector<std::string_view> items;
   for (size_t start = 0;;) {
     const size_t comma = text.find(',', start);
@@ -123,12 +167,15 @@ std::vector<SizeClass> parse_size_list(std::string_view text) {
   }
   for (size_t i = 0; i < items.size(); ++i) {
     if (items[i].empty()) throw InputError("--size " + quoted(text) + ": item " + std::to_string(i + 1) + " is empty");
-    const SizeClass size = size_from_text(items[i]);
-    for (size_t j = 0; j < sizes.size(); ++j)
-      if (sizes[j].same_point(size))
-        throw InputError("--size " + quoted(text) + ": " + quoted(items[i]) + " is the same size as " +
-                         quoted(items[j]) + "; give each size once");
-    sizes.push_back(size);
+    const bool is_random_list = items[i].substr(0, kRandomListPrefix.size()) == kRandomListPrefix;
+    for (const SizeClass size : is_random_list ? random_sizes(items[i]) : std::vector{size_from_text(items[i])}) {
+      for (size_t j = 0; j < sizes.size(); ++j)
+        if (sizes[j].same_point(size))
+          throw InputError("--size " + quoted(text) + ": " + quoted(items[i]) + " is the same size as " +
+                           quoted(item_of[j]) + "; give each size once");
+      sizes.push_back(size);
+      item_of.push_back(items[i]);
+    }
   }
   return sizes;
 }
@@ -163,7 +210,7 @@ double bytes_needed(const Workload& workload, SizeClass size, double total) {
 }  // namespace
 
 void require_valid_size(const Workload& workload, SizeClass size) {
-  if (!size.is_scaled()) return;
+  if (size.is_named()) return;
   const double total = machine_memory_bytes();
   double needed = 0;
   try {
@@ -195,5 +242,21 @@ int64_t power_of_two(int64_t base, double factor, int64_t minimum) {
 }
 
 }  // namespace scaling
+
+namespace random_shape {
+
+int64_t count(SizeClass size, int dimension, int64_t minimum, int64_t maximum) {
+  if (size.shape_seed() <= 1 || maximum <= minimum) return minimum;
+  SeededGenerator generator(size.shape_seed(), "random_shape/" + std::to_string(dimension));
+  return minimum + static_cast<int64_t>(generator.next_bits() % static_cast<uint64_t>(maximum - minimum + 1));
+}
+
+int64_t power_of_two(SizeClass size, int dimension, int64_t minimum, int64_t maximum) {
+  const int64_t low = std::llround(std::log2(static_cast<double>(minimum)));
+  const int64_t high = std::llround(std::log2(static_cast<double>(maximum)));
+  return int64_t{1} << count(size, dimension, low, high);
+}
+
+}  // namespace random_shape
 
 }  // namespace pb
