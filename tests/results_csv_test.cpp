@@ -23,7 +23,7 @@ const char* kGoldenResultsHeader =
     "speedup_vs_phase0_ci_low,speedup_vs_phase0_ci_high,speedup_vs_reference_ci_low,"
     "speedup_vs_reference_ci_high,iterations_per_rep,schema,step_output,step_rel_l2_err,step_budget,"
     "ops_by_region,step_memory_bytes,disturbed,bound,later_rel_l2_err,scale";
-const char* kGoldenSamplesHeader = "workload,size,backend,device,phase,rep,ms,suite,cpu_ms,others_cores,rep_ms";
+const char* kGoldenSamplesHeader = "workload,size,backend,device,phase,rep,ms,suite,cpu_ms,others_cores,rep_ms,threads";
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 

@@ -13,6 +13,7 @@
 #include "process.hpp"
 #include "engine/run_record.hpp"
 #include "engine/timing.hpp"
+#include "results/results_model.hpp"
 
 namespace pb::detail {
 namespace {
@@ -170,7 +171,7 @@ TEST(RunRecord, ReadsBackWhatWasRecordedAndDropsALineCutShortByAKill) {
   std::ofstream(dir / "later_checks.tsv", std::ios::app) << "trainer2/window/small/ref";
   const RunRecord record = read_run_record(dir);
   EXPECT_EQ(record.checked.size(), 2u);
-  ASSERT_TRUE(record.checked.count("trainer2/lior_step/small/reference/cpu/0_serial_fp32"));
+  ASSERT_TRUE(record.checked.count(results::row_key(checked_row("lior_step"))));
   const auto& samples = record.samples_of(checked_row("lior_step"));
   ASSERT_EQ(samples.size(), 2u);
   EXPECT_DOUBLE_EQ(samples[1].ms, 2.5);

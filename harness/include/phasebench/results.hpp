@@ -80,6 +80,10 @@ struct SampleRow {
   // Added column: how long the repetition ran, all its iterations, in ms: the interval
   // others_cores is measured over (kMissing in files written before it was recorded).
   double rep_ms = kMissing;
+  // Added column: the row's threads (results.csv's `threads`; 0 in files written before it was
+  // recorded, whose samples belong to the one row that matches everything else). A run with several
+  // thread counts has a row per count, told apart by it.
+  int threads = 0;
 };
 
 /// What the readers accept in a row's naming columns: one of the sizes; a backend of this

@@ -44,11 +44,18 @@ struct Case {
   PhasePlan plan;                           // the optimizations in effect, from the catalog
   std::optional<CannotRun> capability_gap;  // set when the device lacks what the phase needs
   std::string known_bug;                    // known_bug() of this phase (known_bugs.hpp): its check must disagree
+  int threads = 1;                          // the CPU threads asked for (the row has the backend's effective ones)
+  bool threads_in_name = false;             // the run has this case at several thread counts
 
   /// "suite/workload/backend/phase": what --filter matches and failures print.
   std::string id() const;
-  /// "suite/workload/size/backend/device/phase": unique per row.
+  /// "suite/workload/size/backend/device/phase", with "/threads=<n>" where the run has the case at
+  /// several thread counts: unique per row.
   std::string row_name() const;
+  /// The threads its row records: what the backend uses when `threads` are asked for.
+  int effective_threads() const;
+  /// results::row_key() of its row.
+  std::string row_key() const;
 };
 
 /// The SKIPPED (the backend has it on another device) or UNSUPPORTED (on none) of a phase whose
@@ -68,7 +75,8 @@ struct RunOptions {
   std::vector<SizeClass> sizes{SizeClass::Default};  // every case at each, in one interleaved schedule
   int reps = 10;            // repetitions per timed case while the budget allows, never fewer than 3
   bool reps_fixed = false;  // --reps given: exactly `reps`, whatever the budget
-  int threads = 1;
+  std::vector<int> thread_counts{1};  // every case at each (--threads 1,2,max), a worker per count
+  int threads = 1;                    // the count this worker runs: one of thread_counts
   uint64_t seed = 1;
   bool quick = false;
   double time_budget_s = kDefaultTimeBudgetSeconds;

@@ -82,7 +82,7 @@ int run_cli(int argc, char** argv, CliMode mode) {
   list->add_option("--size", list_size, std::string("the size whose shapes to show: ") + kSizeHelp);
 
   commands::RunCommand run_command;
-  run_command.options.threads = default_threads();
+  run_command.options.thread_counts = {default_threads()};
   std::string run_size = "default";
   CLI::App* run = app.add_subcommand("run", "check, count and time the selected variants; write a run directory");
   add_selection(*run, run_command.options.selection, true);
@@ -97,8 +97,10 @@ int run_cli(int argc, char** argv, CliMode mode) {
   add_number_option(*run, "--hang-timeout", run_command.options.hang_timeout_s,
                   "seconds a check or warm-up may take before the case is ended as ERROR \"timed out\"; a timed "
                   "repetition may take 10 times its planned time (default 300)", 0.1, 1e7);
-  add_number_option(*run, "--threads", run_command.options.threads,
-                    "CPU threads for torch, OpenMP, oneDNN (default: all cores)", 1, 4096);
+  add_thread_counts_option(*run, "--threads", run_command.options.thread_counts,
+                           "CPU threads for torch, OpenMP, oneDNN, comma-separated, max for all cores: every "
+                           "case at each, a worker per count (default: all cores)",
+                           default_threads());
   add_seed_option(*run, "--seed", run_command.options.seed, "input seed (default 1)");
   run->add_flag("--quick", run_command.options.quick, "3 short repetitions: a smoke test, not a measurement");
   run->add_option("--out", run_command.out_dir, "run directory to create (must not exist)");
@@ -106,6 +108,7 @@ int run_cli(int argc, char** argv, CliMode mode) {
                                         "finish the incomplete run in this directory, with its own options");
   add_shard_option(*run, run_command.options.selection);
   run->add_option("--worker-dir", run_command.worker_dir)->group("");  // internal
+  run->add_option("--worker-threads", run_command.worker_threads)->group("");  // internal
 
   commands::VerifyCommand verify_command;
   VerifyOptions& verify_options = verify_command.options;
@@ -159,6 +162,7 @@ int run_cli(int argc, char** argv, CliMode mode) {
     const SizeClass shown_size = one_size(list_size);
     run_command.options.sizes = parse_size_list(run_size);
     run_command.options.reps_fixed = run->count("--reps") > 0;
+    run_command.options.threads = run_command.options.thread_counts.front();
     if (run_command.options.quick && !run_command.options.reps_fixed) run_command.options.reps = 3;
     if (*run && *resume) require_alone(*run, resume);
     if (!verify_size.empty()) verify_options.sizes = parse_size_list(verify_size);

@@ -2,9 +2,11 @@
 
 #include "commands/cli_numbers.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <sstream>
 #include <type_traits>
 
 #include "common/number_text.hpp"
@@ -51,6 +53,31 @@ CLI::Option* add_number_option(CLI::App& command, const std::string& name, Numbe
       },
       help)
       ->type_name(std::is_floating_point_v<Number> ? "NUMBER" : "INT");
+}
+
+CLI::Option* add_thread_counts_option(CLI::App& command, const std::string& name, std::vector<int>& counts,
+                                      const std::string& help, int cores) {
+  return command
+      .add_option_function<std::string>(
+          name,
+          [&counts, name, cores](const std::string& text) {
+            std::vector<int> parsed;
+            std::string item;
+            for (std::istringstream items(text); std::getline(items, item, ',');) {
+              int threads = cores;
+              if (item != "max")
+                if (const std::string wrong = parse_number(item, 1, 4096, threads); !wrong.empty())
+                  throw CLI::ValidationError(name, wrong + " (or max: all cores)");
+              if (std::find(parsed.begin(), parsed.end(), threads) != parsed.end())
+                throw CLI::ValidationError(name, "'" + text + "' names " + std::to_string(threads) + " threads twice");
+              parsed.push_back(threads);
+            }
+            if (parsed.empty() || text.back() == ',')
+              throw CLI::ValidationError(name, "'" + text + "' is no list of thread counts");
+            counts = parsed;
+          },
+          help)
+      ->type_name("N[,N...]");
 }
 
 template CLI::Option* add_number_option<int>(CLI::App&, const std::string&, int&, const std::string&, int, int);

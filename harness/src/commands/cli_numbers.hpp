@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace pb {
 
@@ -16,6 +17,11 @@ namespace pb {
 template <typename Number>
 CLI::Option* add_number_option(CLI::App& command, const std::string& name, Number& value, const std::string& help,
                                Number min, Number max);
+
+/// Adds `name` to `command`, storing its comma-separated thread counts into `counts`: each a whole
+/// number from 1 to 4096 or "max" (`cores`), none twice.
+CLI::Option* add_thread_counts_option(CLI::App& command, const std::string& name, std::vector<int>& counts,
+                                      const std::string& help, int cores);
 
 extern template CLI::Option* add_number_option<int>(CLI::App&, const std::string&, int&, const std::string&, int, int);
 extern template CLI::Option* add_number_option<double>(CLI::App&, const std::string&, double&, const std::string&,

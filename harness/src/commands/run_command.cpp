@@ -58,7 +58,7 @@ nlohmann::json options_json(const RunOptions& options, const std::string& out_di
           {"size", size_list_text(options.sizes)},
           {"reps", options.reps},
           {"reps_fixed", options.reps_fixed},
-          {"threads", options.threads},
+          {"threads", options.thread_counts},
           {"seed", options.seed},
           {"quick", options.quick},
           {"time_budget_s", options.time_budget_s},
@@ -78,7 +78,9 @@ RunOptions options_from_json(const nlohmann::json& json) {
   options.sizes = parse_size_list(json.at("size").get<std::string>());
   options.reps = json.at("reps").get<int>();
   options.reps_fixed = json.at("reps_fixed").get<bool>();
-  options.threads = json.at("threads").get<int>();
+  const nlohmann::json& threads = json.at("threads");  // a number in records of older runs
+  options.thread_counts = threads.is_array() ? threads.get<std::vector<int>>() : std::vector<int>{threads.get<int>()};
+  options.threads = options.thread_counts.front();
   options.seed = json.at("seed").get<uint64_t>();
   options.quick = json.at("quick").get<bool>();
   options.time_budget_s = json.at("time_budget_s").get<double>();
@@ -87,20 +89,32 @@ RunOptions options_from_json(const nlohmann::json& json) {
   return options;
 }
 
+// The largest of the run's thread counts: the one its ceilings are measured at, so that no row at
+// fewer threads can beat them.
+int most_threads(const RunOptions& options) {
+  return *std::max_element(options.thread_counts.begin(), options.thread_counts.end());
+}
+
 // ---- the summary on stdout -------------------------------------------------------------------------
 
+// The row's name as the summary shows it: with its threads where the run has rows at several.
+std::string shown_name(const ResultRow& row, const std::vector<ResultRow>& rows) {
+  const bool several = results::first_row_at_several_thread_counts(rows) != nullptr;
+  return results::row_name(row) + (several ? "/threads=" + std::to_string(row.threads) : "");
+}
 
 void print_summary(const std::vector<ResultRow>& rows) {
   size_t width = 40;
-  for (const ResultRow& row : rows) width = std::max(width, results::row_name(row).size() + 2);
+  for (const ResultRow& row : rows) width = std::max(width, shown_name(row, rows).size() + 2);
   std::cout << std::left << std::setw(static_cast<int>(width)) << "case" << std::setw(12) << "status" << std::setw(11) << "median_ms"
             << std::setw(6) << "reps" << std::setw(28) << "vs phase0 [95% CI]" << std::setw(28) << "vs reference"
             << std::setw(8) << "syncs" << "ops\n";
   for (const ResultRow& row : rows) {
-    std::cout << std::setw(static_cast<int>(width)) << results::row_name(row) << std::setw(12) << row.status << std::setw(11)
-              << format_table_number(row.median_ms) << std::setw(6) << (row.reps > 0 ? std::to_string(row.reps) : "-")
-              << std::setw(28)
-              << format_with_interval(row.speedup_vs_phase0, row.speedup_vs_phase0_ci_low, row.speedup_vs_phase0_ci_high)
+    std::cout << std::setw(static_cast<int>(width)) << shown_name(row, rows) << std::setw(12) << row.status
+              << std::setw(11) << format_table_number(row.median_ms) << std::setw(6)
+              << (row.reps > 0 ? std::to_string(row.reps) : "-") << std::setw(28)
+              << format_with_interval(row.speedup_vs_phase0, row.speedup_vs_phase0_ci_low,
+                                      row.speedup_vs_phase0_ci_high)
               << std::setw(28)
               << format_with_interval(row.speedup_vs_reference, row.speedup_vs_reference_ci_low,
                                       row.speedup_vs_reference_ci_high)
@@ -193,14 +207,15 @@ void warn_of_disturbed_rows(const std::vector<ResultRow>& rows) {
   std::cout << "\nwarning: other work on the machine disturbed " << disturbed.size()
             << (disturbed.size() == 1 ? " row" : " rows") << " (column `disturbed`; compare, the gate and the "
             << "history do not judge their times):\n";
-  for (const ResultRow* row : disturbed) std::cout << "  " << results::row_name(*row) << ": " << row->disturbed << "\n";
+  for (const ResultRow* row : disturbed) std::cout << "  " << shown_name(*row, rows) << ": " << row->disturbed << "\n";
   std::cout << "  measure them again on a quieter machine, or with fewer threads than cores (--threads 1), or "
                "with OMP_WAIT_POLICY=passive (threads that wait sleep instead of spinning)\n";
 }
 
 nlohmann::json run_machine(const RunOptions& options, const detail::RunRecord& record, const Ending& ending,
                            const detail::AssembledRun& run, const fs::path& directory) {
-  nlohmann::json machine = collect_machine_metadata({options.threads});
+  nlohmann::json machine = collect_machine_metadata({most_threads(options)});
+  if (options.thread_counts.size() > 1) machine["thread_counts"] = options.thread_counts;
   machine["run_id"] = options.run_id;
   machine["results_schema"] = kResultsSchemaVersion;
   if (const Selection& s = options.selection; s.shard_count > 1)  // read by `merge`
@@ -268,14 +283,16 @@ int write_run(const fs::path& directory, bool replacing, const fs::path& record_
 
 // ---- the worker ---------------------------------------------------------------------------------
 
-// Everything the record does not hold yet, journaling each step before it begins.
-void work(const fs::path& scratch, bool journaled) {
+// Everything the record does not hold yet of the cases at `threads`, journaling each step before
+// it begins.
+void work(const fs::path& scratch, bool journaled, int threads) {
   const fs::path record_dir = scratch / kRecord;
   const detail::RunRecord previous = detail::read_run_record(record_dir);
-  const RunOptions options = options_from_json(previous.arguments);
+  RunOptions options = options_from_json(previous.arguments);
+  options.threads = threads;
   detail::RunRecorder recorder(record_dir);
   if (!previous.ceilings)  // the CPU's and every GPU's, measured (or cached) before any variant runs
-    recorder.ceilings(roofline::to_json(roofline::machine_ceilings(options.threads, std::cerr)));
+    recorder.ceilings(roofline::to_json(roofline::machine_ceilings(most_threads(options), std::cerr)));
   std::ofstream journal;
   if (journaled) journal.open(scratch / kJournal, std::ios::app);
   detail::RunHooks hooks;
@@ -295,21 +312,26 @@ class Supervisor {
 
   fs::path record_dir() const { return scratch_.path() / kRecord; }
 
-  // Starts workers until one gets through every case; each goes on from the record.
-  int run() {
+  // For each of the run's thread counts in turn, starts workers until one gets through every case
+  // at that count; each goes on from the record.
+  int run(const std::vector<int>& thread_counts) {
     worker_environment::prepare_for_workers();
-    for (;;) {
-      std::ofstream(journal(), std::ios::trunc).close();  // a new worker's start is no case's step
-      detail::WorkerProcess worker({"phasebench", "run", "--worker-dir", scratch_.path().string()});
-      const detail::WorkerExit exit = worker.wait(journal().string(), stop_);
-      using Kind = detail::WorkerExit::Kind;
-      if (exit.kind == Kind::Stopped) return stopped(exit.code);
-      if (exit.kind == Kind::Exited) return finished(exit.code);
-      if (const auto given_up = record_ending(exit)) {
-        write_run(directory_, resuming_, record_dir(), given_up);
-        return 1;
+    for (const int threads : thread_counts)
+      for (;;) {
+        std::ofstream(journal(), std::ios::trunc).close();  // a new worker's start is no case's step
+        detail::WorkerProcess worker({"phasebench", "run", "--worker-dir", scratch_.path().string(), "--worker-threads",
+                                      std::to_string(threads)});
+        const detail::WorkerExit exit = worker.wait(journal().string(), stop_);
+        using Kind = detail::WorkerExit::Kind;
+        if (exit.kind == Kind::Stopped) return stopped(exit.code);
+        if (exit.kind == Kind::Exited && exit.code != 0) return finished(exit.code);
+        if (exit.kind == Kind::Exited) break;  // every case at this count is done
+        if (const auto given_up = record_ending(exit)) {
+          write_run(directory_, resuming_, record_dir(), given_up);
+          return 1;
+        }
       }
-    }
+    return finished(0);
   }
 
  private:
@@ -379,7 +401,7 @@ void make_parent_directory(const fs::path& directory) {
 int run(RunCommand command) {
   run_start() = {interference::read_cpu_clock(), interference::load_average()};
   if (!command.worker_dir.empty()) {
-    work(command.worker_dir, true);
+    work(command.worker_dir, true, command.worker_threads);
     return 0;
   }
   const bool resuming = !command.resume_dir.empty();
@@ -394,16 +416,13 @@ int run(RunCommand command) {
   }
   const fs::path directory = resuming ? command.resume_dir : command.out_dir;
   Supervisor supervisor(directory, resuming);
-  if (resuming) {
-    take_over_resume_record(directory, supervisor.record_dir());
-  } else {
-    detail::RunRecorder(supervisor.record_dir()).arguments(options_json(command.options, command.out_dir));
-  }
-  if (std::getenv("PHASEBENCH_NO_ISOLATION")) {  // for debugging: everything in this process
-    work(supervisor.record_dir().parent_path(), false);
+  const RunOptions options = resuming ? take_over_resume_record(directory, supervisor.record_dir()) : command.options;
+  if (!resuming) detail::RunRecorder(supervisor.record_dir()).arguments(options_json(options, command.out_dir));
+  if (std::getenv("PHASEBENCH_NO_ISOLATION")) {  // for debugging: everything in this process, one thread count
+    work(supervisor.record_dir().parent_path(), false, options.thread_counts.front());
     return write_run(directory, resuming, supervisor.record_dir(), std::nullopt);
   }
-  return supervisor.run();
+  return supervisor.run(options.thread_counts);
 }
 
 }  // namespace pb::commands

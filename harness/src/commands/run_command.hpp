@@ -24,6 +24,7 @@ struct RunCommand {
   std::string out_dir;     // empty: results/runs/<run-id>
   std::string resume_dir;  // --resume: an incomplete run directory to finish
   std::string worker_dir;  // set in the worker: the supervisor's scratch directory
+  int worker_threads = 0;  // set in the worker: the thread count whose cases it runs
 };
 
 /// Exit code: 0 every case passed, 1 a check failed (a crash or time-out included) or the worker

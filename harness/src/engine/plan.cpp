@@ -30,7 +30,15 @@ std::string Case::id() const {
 
 std::string Case::row_name() const {
   return workload->full_name() + "/" + to_string(size) + "/" + ladder->backend + "/" + device + "/" +
-         std::to_string(phase) + "_" + phase_name;
+         std::to_string(phase) + "_" + phase_name +
+         (threads_in_name ? "/threads=" + std::to_string(effective_threads()) : "");
+}
+
+int Case::effective_threads() const { return backend->effective_threads(threads); }
+
+std::string Case::row_key() const {
+  return workload->full_name() + "/" + to_string(size) + "/" + ladder->backend + "/" + device + "/" + phase_name + "/" +
+         std::to_string(effective_threads());
 }
 
 namespace {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <iterator>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "common/number_text.hpp"
@@ -92,7 +93,7 @@ ResultRow checked_row(const LiveCase& live, const RunOptions& options) {
   row.exact = c.exact;
   row.status = live.status;
   row.reason = live.reason;
-  row.threads = c.backend->effective_threads(options.threads);
+  row.threads = c.effective_threads();
   row.seed = options.seed;
   if (!live.check.outputs.empty()) {
     row.rel_l2_err = live.check.worst.rel_l2_err;
@@ -112,8 +113,10 @@ ResultRow checked_row(const LiveCase& live, const RunOptions& options) {
 }
 
 SampleRow sample_row(const Case& c, int rep, const TimedRepetition& timed) {
-  return {c.workload->name(), to_string(c.size), c.ladder->backend, c.device, c.phase_name, rep, timed.wall_ms,
-          c.workload->suite(), timed.cpu_ms, timed.others_cores, timed.rep_ms};
+  return {c.workload->name(), to_string(c.size),   c.ladder->backend,
+          c.device,           c.phase_name,        rep,
+          timed.wall_ms,      c.workload->suite(), timed.cpu_ms,
+          timed.others_cores, timed.rep_ms,        c.effective_threads()};
 }
 
 // ---- the worker's stages -------------------------------------------------------------------------
@@ -124,7 +127,8 @@ class RunInProgress {
   RunInProgress(const RunOptions& options, const RunRecord& previous, RunRecorder& recorder, const RunHooks& hooks)
       : options_(options), previous_(previous), recorder_(recorder), hooks_(hooks), plan_(timing_plan(options)),
         progress_(Progress::on_stderr()) {
-    for (Case& c : run_cases(options)) cases_.emplace_back(std::move(c));
+    for (Case& c : run_cases(options))
+      if (c.threads == options.threads) cases_.emplace_back(std::move(c));  // the other counts: other workers
     checked_ms_.assign(cases_.size(), 0);
     std::vector<Case> specs;
     for (const LiveCase& live : cases_) specs.push_back(live.spec);
@@ -137,6 +141,11 @@ class RunInProgress {
 
  private:
   const std::string& name(size_t i) const { return names_.at(i); }
+  // The case's checked row in the earlier workers' record, if it is there.
+  const ResultRow* checked_before(size_t i) const {
+    const auto found = previous_.checked.find(cases_[i].spec.row_key());
+    return found == previous_.checked.end() ? nullptr : &found->second;
+  }
   void begin_step(size_t i, double limit_seconds) {
     if (hooks_.starting_step) hooks_.starting_step(name(i), limit_seconds);
   }
@@ -153,6 +162,14 @@ class RunInProgress {
   std::vector<CaseTiming> new_timings(const std::vector<size_t>& timed);
   bool set_up_again(size_t i);
   void announce(const std::vector<CaseTiming>& timings, const std::vector<Repetition>& schedule, double budget);
+  // What is left of the run's time budget for this worker's thread count: an equal share of it with
+  // the counts that come after.
+  double budget_share_left() const {
+    const auto& counts = options_.thread_counts;
+    const auto position = std::find(counts.begin(), counts.end(), options_.threads);
+    const double counts_left = position == counts.end() ? 1.0 : static_cast<double>(counts.end() - position);
+    return (options_.time_budget_s - (seconds_since_epoch() - hooks_.budget_started_at)) / counts_left;
+  }
 
   const RunOptions& options_;
   const RunRecord& previous_;
@@ -174,10 +191,10 @@ bool RunInProgress::restore(size_t i) {
     live.reason = error->second;
     return true;
   }
-  const auto row = previous_.checked.find(name(i));
-  if (row == previous_.checked.end()) return false;
-  live.status = row->second.status;
-  live.reason = row->second.reason;
+  const ResultRow* row = checked_before(i);
+  if (!row) return false;
+  live.status = row->status;
+  live.reason = row->reason;
   return true;
 }
 
@@ -194,7 +211,7 @@ void RunInProgress::check_all() {
     begin_step(i, check_limit_seconds(plan_));
     progress_.step(name(i));
     const Problem& problem = problem_of(live);
-    prepare(live, problem, options_.threads);
+    prepare(live, problem, live.spec.threads);
     checked_ms_[i] = check_and_count(live, problem);
     recorder_.checked(checked_row(live, options_));
     note(i, "checked", "; checking: about " + format_duration(progress_.seconds_left()) + " left");
@@ -207,7 +224,7 @@ void RunInProgress::check_all() {
 bool RunInProgress::set_up_again(size_t i) {
   LiveCase& live = cases_[i];
   if (live.variant) return true;
-  prepare(live, problem_of(live), options_.threads);
+  prepare(live, problem_of(live), live.spec.threads);
   if (live.status == Status::Ok && live.variant) {
     live.variant->poison_outputs();  // the lifecycle (variant.hpp): some variants size their outputs here
     return true;
@@ -225,8 +242,8 @@ std::vector<CaseTiming> RunInProgress::planned_timings(const std::vector<size_t>
   for (size_t i : timed) {
     const auto planned = previous_.plan.find(name(i));
     if (planned == previous_.plan.end()) continue;  // checked after the plan was made: not timed
-    const auto& row = previous_.checked.find(name(i));
-    const int done = row == previous_.checked.end() ? 0 : static_cast<int>(previous_.samples_of(row->second).size());
+    const ResultRow* row = checked_before(i);
+    const int done = row ? static_cast<int>(previous_.samples_of(*row).size()) : 0;
     progress_.step(name(i));
     if (done >= planned->second.reps) {
       timings[i] = planned->second;
@@ -254,7 +271,6 @@ std::vector<CaseTiming> RunInProgress::new_timings(const std::vector<size_t>& ti
   stage.step_seconds = expected;
   progress_.plan({stage});
   std::vector<CaseTiming*> fitted;
-  std::map<std::string, CaseTiming> recorded;
   for (size_t i : timed) {
     begin_step(i, check_limit_seconds(plan_));
     progress_.step(name(i));
@@ -268,11 +284,12 @@ std::vector<CaseTiming> RunInProgress::new_timings(const std::vector<size_t>& ti
       fail(i);
     }
   }
-  const double budget_left = options_.time_budget_s - (seconds_since_epoch() - hooks_.budget_started_at);
+  const double budget_left = budget_share_left();
   // The check after the timing runs each case once more: that time comes out of the budget too.
   double later_checks_seconds = 0;
   for (const CaseTiming* timing : fitted) later_checks_seconds += timing->iteration_ms / 1e3;
   fit_repetitions(fitted, plan_, std::max(0.0, budget_left - later_checks_seconds));
+  std::map<std::string, CaseTiming> recorded = previous_.plan;  // the other thread counts' plans
   for (size_t i : timed)
     if (cases_[i].status == Status::Ok) recorded[name(i)] = timings[i];
   recorder_.plan(recorded);
@@ -308,18 +325,19 @@ void RunInProgress::time_all() {
   std::vector<size_t> timed;
   for (size_t i = 0; i < cases_.size(); ++i)
     if (cases_[i].status == Status::Ok) timed.push_back(i);
-  const std::vector<CaseTiming> timings = previous_.plan.empty() ? new_timings(timed) : planned_timings(timed);
+  const bool planned_before =
+      std::any_of(timed.begin(), timed.end(), [&](size_t i) { return previous_.plan.count(name(i)); });
+  const std::vector<CaseTiming> timings = planned_before ? planned_timings(timed) : new_timings(timed);
 
   std::vector<int> done(cases_.size(), 0);
   for (size_t i = 0; i < cases_.size(); ++i)
-    if (const auto row = previous_.checked.find(name(i)); row != previous_.checked.end())
-      done[i] = static_cast<int>(previous_.samples_of(row->second).size());
+    if (const ResultRow* row = checked_before(i)) done[i] = static_cast<int>(previous_.samples_of(*row).size());
   const std::vector<Repetition> schedule = interleaved_schedule(done, timings, plan_.shuffle_seed);
   Progress::Stage stage{"timing", schedule.size(), 0.0, {}};
   for (const Repetition& repetition : schedule)
     stage.step_seconds.push_back(repetition_seconds(timings[repetition.case_index]));
   progress_.plan({stage});
-  announce(timings, schedule, options_.time_budget_s - (seconds_since_epoch() - hooks_.budget_started_at));
+  announce(timings, schedule, budget_share_left());
   const double estimate = progress_.seconds_left(), started_at = seconds_since_epoch();
 
   TimingCallbacks callbacks;
@@ -413,6 +431,28 @@ void mark_unfinished_timing(ResultRow& row, size_t done, int planned) {
 
 }  // namespace
 
+namespace {
+
+// Every case at each of the run's thread counts, but once per count its backend tells apart (the
+// serial reference runs on one thread whatever was asked); named with their threads where a case
+// is there at more than one.
+std::vector<Case> at_each_thread_count(const std::vector<Case>& cases, const std::vector<int>& counts) {
+  std::vector<Case> all;
+  std::map<std::string, int> counts_of_name;
+  std::set<std::string> keys;
+  for (const int threads : counts)
+    for (Case c : cases) {
+      c.threads = threads;
+      if (!keys.insert(c.row_key()).second) continue;
+      ++counts_of_name[c.row_name()];
+      all.push_back(std::move(c));
+    }
+  for (Case& c : all) c.threads_in_name = counts_of_name[c.row_name()] > 1;
+  return all;
+}
+
+}  // namespace
+
 std::vector<Case> run_cases(const RunOptions& options) {
   std::vector<Case> all;
   for (const SizeClass size : options.sizes) {
@@ -431,7 +471,7 @@ std::vector<Case> run_cases(const RunOptions& options) {
       reference_only.filter = "^" + name + "/";
       for (Case& c : plan_cases(reference_only, size)) cases.insert(cases.begin(), std::move(c));
     }
-    all.insert(all.end(), std::make_move_iterator(cases.begin()), std::make_move_iterator(cases.end()));
+    for (Case& c : at_each_thread_count(cases, options.thread_counts)) all.push_back(std::move(c));
   }
   return all;
 }
@@ -461,7 +501,7 @@ AssembledRun assemble_run(const std::vector<Case>& cases, const RunRecord& recor
   run.cases_planned = cases.size();
   for (const Case& c : cases) {
     const std::string name = c.row_name();
-    const auto checked = record.checked.find(name);
+    const auto checked = record.checked.find(c.row_key());
     const auto error = record.errors.find(name);
     if (checked == record.checked.end() && error == record.errors.end()) continue;  // never reached
     LiveCase shell(c);

@@ -103,7 +103,7 @@ RunRecord read_run_record(const fs::path& directory) {
   if (!fs::is_directory(directory)) return record;
   if (drop_cut_line(directory / kRows) && fs::file_size(directory / kRows) > 0)
     for (ResultRow& row : read_results_csv((directory / kRows).string()))
-      record.checked[results::row_name(row)] = std::move(row);
+      record.checked[results::row_key(row)] = std::move(row);
   const std::vector<std::string> entries = lines_of(directory / kBenchmarks);
   if (drop_cut_line(directory / kSamples)) {
     std::vector<SampleRow> samples = read_samples_csv((directory / kSamples).string());

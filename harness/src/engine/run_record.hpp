@@ -18,8 +18,8 @@
 //   other_work.jsonl  per stage a worker finished (checking, timing): how long it took and the
 //                     cores other work on the machine used meanwhile (interference.hpp)
 //
-// Rows, plan and errors are keyed by row name (Case::row_name(), with the phase's index); samples
-// by results::row_key(), as samples.csv rows carry no index.
+// Plan, errors and later checks are keyed by row name (Case::row_name(), with the phase's index);
+// rows and samples by results::row_key() (Case::row_key()), as samples.csv rows carry no index.
 
 #include <filesystem>
 #include <map>
@@ -48,7 +48,7 @@ struct LaterCheck {
 };
 
 struct RunRecord {
-  std::map<std::string, ResultRow> checked;                 // by row name
+  std::map<std::string, ResultRow> checked;                  // by row key
   std::map<std::string, std::vector<SampleRow>> samples;     // by row key, in repetition order
   std::map<std::string, std::vector<nlohmann::json>> benchmark_entries;  // parallel to samples
   std::map<std::string, CaseTiming> plan;                   // empty until timing was planned

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iomanip>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "common/number_text.hpp"
@@ -205,6 +206,16 @@ bool insert_run(SqlConnection& db, const StoredRun& run, const std::string& hash
               .empty();
 }
 
+// The history keeps a row per suite, workload, size, backend, device and phase: a run with rows at
+// several thread counts (run --threads 1,2) does not fit it, and is refused whole rather than stored
+// in part.
+void refuse_several_thread_counts(const results::RunData& data, const std::string& run_path) {
+  if (const ResultRow* row = results::first_row_at_several_thread_counts(data.rows))
+    throw InputError(run_path + " has " + results::row_name(*row) +
+                     " at several thread counts (run --threads "
+                     "with a list); the history keeps one row of each per run: add runs of one count each");
+}
+
 // A row's repetitions in `index` (wall or CPU time; empty when the run has none).
 std::vector<double> repetitions(const results::SampleIndex& index, const ResultRow& row) {
   const auto found = index.find(results::row_key(row));
@@ -289,6 +300,7 @@ void HistoryStore::migrate() {
 
 AddOutcome HistoryStore::add(const std::string& run_path, const CiContext& ci) {
   const results::RunData data = results::load_run(run_path);
+  refuse_several_thread_counts(data, run_path);
   std::vector<std::pair<std::string, std::string>> files;
   for (const char* name : kRunFileNames) {
     const std::filesystem::path path = std::filesystem::path(data.directory()) / name;

@@ -15,7 +15,7 @@ namespace {
 
 std::string range(double low, double high) { return std::isnan(low) ? "-" : format_gain_range(low, high); }
 
-using LadderKey = std::tuple<std::string, std::string, std::string, std::string, std::string>;
+using LadderKey = std::tuple<std::string, std::string, std::string, std::string, std::string, int>;  // ..., threads
 
 // The verdict on a row's measured gain against the seed's claim, judged on the interval; over
 // phases that were not timed, the claims of the phases jumped over are compounded.
@@ -104,9 +104,13 @@ void print_step_memory(std::ostream& out, const std::vector<const ResultRow*>& r
 }
 
 void print_ladder(std::ostream& out, const LadderKey& key, const std::vector<const ResultRow*>& rows,
-                  const std::vector<const ResultRow*>& workload_rows, const catalog::Catalog& catalog) {
-  const auto& [suite, workload, size, backend, device] = key;
-  out << "\n" << suite << "/" << workload << " (" << size << "), " << backend << " on " << device << "\n";
+                  const std::vector<const ResultRow*>& workload_rows, const catalog::Catalog& catalog,
+                  bool several_thread_counts) {
+  const auto& [suite, workload, size, backend, device, threads] = key;
+  out << "\n"
+      << suite << "/" << workload << " (" << size << "), " << backend << " on " << device
+      << (several_thread_counts ? ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads") : "")
+      << "\n";
   out << "  " << std::left << std::setw(30) << "phase" << std::setw(13) << "claimed" << std::setw(26)
       << "measured vs prev [95% CI]" << std::setw(14) << "" << std::setw(26) << "vs phase 0 [95% CI]"
       << "syncs/iter\n";
@@ -134,14 +138,15 @@ void print_claims_view(std::ostream& out, const std::vector<ResultRow>& rows, co
   for (const ResultRow& row : rows) {
     by_workload[row.suite + "/" + row.workload + "/" + row.size].push_back(&row);
     if (row.backend == kReferenceBackend || row.status == Status::Skipped) continue;
-    ladders[{row.suite, row.workload, row.size, row.backend, row.device}].push_back(&row);
+    ladders[{row.suite, row.workload, row.size, row.backend, row.device, row.threads}].push_back(&row);
   }
   if (ladders.empty()) return;
   out << "\nclaims vs measured (claimed: the seed's gain of a phase over the previous one; "
          "an interval entirely outside the claim is marked)\n";
+  const bool several_thread_counts = results::first_row_at_several_thread_counts(rows) != nullptr;
   for (const auto& [key, ladder] : ladders) {
-    const auto& [suite, workload, size, backend, device] = key;
-    print_ladder(out, key, ladder, by_workload.at(suite + "/" + workload + "/" + size), catalog);
+    const auto& [suite, workload, size, backend, device, threads] = key;
+    print_ladder(out, key, ladder, by_workload.at(suite + "/" + workload + "/" + size), catalog, several_thread_counts);
   }
 }
 

@@ -233,10 +233,18 @@ const auto& result_fields() {
 using S = SampleRow;
 const auto& sample_fields() {
   static const std::array fields{
-      nonempty_field("workload", &S::workload), size_field(&S::size), backend_field(&S::backend),
-      device_field(&S::device), nonempty_field("phase", &S::phase), count_field("rep", &S::rep),
-      time_field("ms", &S::ms), field("suite", &S::suite, false), time_field("cpu_ms", &S::cpu_ms, false),
-      finite_field("others_cores", &S::others_cores, false), time_field("rep_ms", &S::rep_ms, false),
+      nonempty_field("workload", &S::workload),
+      size_field(&S::size),
+      backend_field(&S::backend),
+      device_field(&S::device),
+      nonempty_field("phase", &S::phase),
+      count_field("rep", &S::rep),
+      time_field("ms", &S::ms),
+      field("suite", &S::suite, false),
+      time_field("cpu_ms", &S::cpu_ms, false),
+      finite_field("others_cores", &S::others_cores, false),
+      time_field("rep_ms", &S::rep_ms, false),
+      count_field("threads", &S::threads, false),
   };
   return fields;
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "phasebench/backend.hpp"
 #include "phasebench/errors.hpp"
@@ -14,13 +15,23 @@ namespace pb::results {
 namespace fs = std::filesystem;
 
 std::string row_key(const ResultRow& row) {
-  return row.suite + "/" + row.workload + "/" + row.size + "/" + row.backend + "/" + row.device + "/" +
-         row.phase;
+  return row.suite + "/" + row.workload + "/" + row.size + "/" + row.backend + "/" + row.device + "/" + row.phase +
+         "/" + std::to_string(row.threads);
 }
 
 std::string row_key(const SampleRow& sample) {
-  return sample.suite + "/" + sample.workload + "/" + sample.size + "/" + sample.backend + "/" +
-         sample.device + "/" + sample.phase;
+  return sample.suite + "/" + sample.workload + "/" + sample.size + "/" + sample.backend + "/" + sample.device + "/" +
+         sample.phase + "/" + std::to_string(sample.threads);
+}
+
+const ResultRow* first_row_at_several_thread_counts(const std::vector<ResultRow>& rows) {
+  std::set<std::string> seen;
+  for (const ResultRow& row : rows) {
+    ResultRow without_threads = row;
+    without_threads.threads = 0;
+    if (!seen.insert(row_key(without_threads)).second) return &row;
+  }
+  return nullptr;
 }
 
 std::string row_name(const ResultRow& row) {
@@ -132,12 +143,12 @@ void check_rows(const RunData& run) {
   }
 }
 
-// Older samples.csv files have no suite column: such a sample belongs to the one row that
-// matches everything else.
-std::string sample_key(const SampleRow& sample, const std::map<std::string, std::string>& by_key_without_suite) {
-  if (!sample.suite.empty()) return row_key(sample);
-  const auto found = by_key_without_suite.find(row_key(sample));
-  return found == by_key_without_suite.end() ? row_key(sample) : found->second;
+// Older samples.csv files have no suite or threads column: such a sample belongs to the one row
+// that matches everything else.
+std::string sample_key(const SampleRow& sample, const std::map<std::string, std::string>& by_partial_key) {
+  if (!sample.suite.empty() && sample.threads > 0) return row_key(sample);
+  const auto found = by_partial_key.find(row_key(sample));
+  return found == by_partial_key.end() ? row_key(sample) : found->second;
 }
 
 // Samples and rows must describe the same cases: a sample of no row, or a timed row whose
@@ -229,11 +240,13 @@ void check_rows_in_catalog(const RunData& run, const fs::path& catalog_path) {
 
 IndexedSamples index_samples(const std::vector<SampleRow>& samples, const std::vector<ResultRow>& rows,
                              const std::string& source) {
-  std::map<std::string, std::string> by_key_without_suite;
+  std::map<std::string, std::string> by_partial_key;  // the keys of older samples, without suite or threads
   for (const ResultRow& row : rows) {
-    ResultRow anonymous = row;
-    anonymous.suite.clear();
-    by_key_without_suite[row_key(anonymous)] = row_key(row);
+    ResultRow partial = row;
+    partial.threads = 0;
+    by_partial_key[row_key(partial)] = row_key(row);
+    partial.suite.clear();
+    by_partial_key[row_key(partial)] = row_key(row);
   }
   struct Repetition {
     int rep;
@@ -244,7 +257,7 @@ IndexedSamples index_samples(const std::vector<SampleRow>& samples, const std::v
   IndexedSamples indexed;
   for (size_t i = 0; i < samples.size(); ++i) {
     const SampleRow& sample = samples[i];
-    const std::string key = sample_key(sample, by_key_without_suite);
+    const std::string key = sample_key(sample, by_partial_key);
     auto& reps = by_rep[key];
     indexed.first_index.emplace(key, i);
     if (std::any_of(reps.begin(), reps.end(), [&](const Repetition& r) { return r.rep == sample.rep; }))

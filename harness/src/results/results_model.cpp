@@ -28,7 +28,9 @@ Baselines baselines_of(const ResultRow& row, const std::vector<const ResultRow*>
     if (other->suite != row.suite || other->workload != row.workload || other->size != row.size || !timed(*other))
       continue;
     if (other->backend == kReferenceBackend && !bases.reference) bases.reference = other;
-    if (other->backend != row.backend || other->device != row.device || other->phase_index > row.phase_index) continue;
+    if (other->backend != row.backend || other->device != row.device || other->threads != row.threads ||
+        other->phase_index > row.phase_index)
+      continue;
     if (!bases.first || other->phase_index < bases.first->phase_index) bases.first = other;
     if (other->phase_index < row.phase_index && (!bases.previous || other->phase_index > bases.previous->phase_index))
       bases.previous = other;

@@ -60,6 +60,9 @@ RunData load_run(const std::string& path);
 
 /// "suite/workload/size/backend/device/phase": what rows are matched by.
 std::string row_key(const ResultRow& row);
+/// The first row of `rows` that another one repeats at another thread count (run --threads 1,2);
+/// nullptr where there is none.
+const ResultRow* first_row_at_several_thread_counts(const std::vector<ResultRow>& rows);
 std::string row_key(const SampleRow& sample);
 /// "suite/workload/size/backend/device/<index>_<phase>": how rows are shown (as `run` names them).
 std::string row_name(const ResultRow& row);
@@ -77,9 +80,10 @@ IndexedSamples index_samples(const std::vector<SampleRow>& samples, const std::v
 // ---- baselines -----------------------------------------------------------------------------------
 
 /// The rows a row is divided by. Among the rows of the same suite, workload and size for which
-/// `timed` holds: `previous`, the nearest lower phase of the same backend and device; `first`, the
-/// lowest phase of that backend and device at or below the row (the row itself when it is the
-/// lowest); `reference`, the serial reference's row. nullptr where there is none.
+/// `timed` holds: `previous`, the nearest lower phase of the same backend, device and threads;
+/// `first`, the lowest phase of those at or below the row (the row itself when it is the lowest);
+/// `reference`, the serial reference's row (serial, whatever threads the row has). nullptr where
+/// there is none.
 struct Baselines {
   const ResultRow* previous = nullptr;
   const ResultRow* first = nullptr;

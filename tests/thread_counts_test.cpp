@@ -1,0 +1,130 @@
+// Threads as an axis of a run: `run --threads 1,2` has each case at each count (a worker per
+// count), the serial reference once, every row checked and timed at its own count, its speedups
+// taken against the phase 0 of the same count, and samples.csv telling the counts apart. A run of
+// one count keeps the row names it always had; the history refuses a run of several.
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "phasebench/results.hpp"
+#include "process.hpp"
+#include "results/results_model.hpp"
+
+namespace pb {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::fresh_temp_path;
+using testing::run_phasebench;
+
+TEST(ThreadCounts, BadListsAreUsageErrors) {
+  const std::vector<std::pair<std::string, std::string>> refused{
+      {"run --threads 1,1", "names 1 threads twice"},
+      {"run --threads 1,x", "'x' is not a whole number"},
+      {"run --threads 1,", "is no list of thread counts"},
+      {"run --threads 0,2", "'0' is out of range (a whole number from 1 to 4096) (or max: all cores)"},
+  };
+  for (const auto& [arguments, mentions] : refused) {
+    const auto result = run_phasebench(arguments);
+    EXPECT_EQ(result.exit_code, 2) << arguments << "\n" << result.output;
+    EXPECT_NE(result.output.find(mentions), std::string::npos) << arguments << "\n" << result.output;
+  }
+}
+
+class ThreadCountsRun : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    out_ = new fs::path(fresh_temp_path("thread-counts"));
+    result_ = new testing::ProcessResult(run_phasebench(
+        "run --quick --size small --filter '^trainer2/lior_step/(torch|reference)/' --threads 1,2 --out " +
+        out_->string()));
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*out_);
+    delete out_;
+    delete result_;
+  }
+  static fs::path* out_;
+  static testing::ProcessResult* result_;
+};
+fs::path* ThreadCountsRun::out_ = nullptr;
+testing::ProcessResult* ThreadCountsRun::result_ = nullptr;
+
+TEST_F(ThreadCountsRun, EachCaseAtEachCountTheReferenceOnce) {
+  ASSERT_EQ(result_->exit_code, 0) << result_->output;
+  std::map<std::string, std::set<int>> counts_of_phase;
+  int reference_rows = 0;
+  for (const ResultRow& row : read_results_csv((*out_ / "results.csv").string())) {
+    if (row.device != "cpu") continue;
+    if (row.backend == "reference") {
+      ++reference_rows;
+      EXPECT_EQ(row.threads, 1);
+      continue;
+    }
+    EXPECT_EQ(row.status, Status::Ok) << row.phase << " at " << row.threads << ": " << row.reason;
+    EXPECT_GT(row.reps, 0) << row.phase << " at " << row.threads;
+    counts_of_phase[row.phase].insert(row.threads);
+    if (row.phase_index == 0) EXPECT_DOUBLE_EQ(row.speedup_vs_phase0, 1.0) << "phase 0 at " << row.threads;
+    EXPECT_FALSE(std::isnan(row.speedup_vs_reference)) << row.phase << " at " << row.threads;
+  }
+  EXPECT_EQ(reference_rows, 1);
+  ASSERT_FALSE(counts_of_phase.empty());
+  for (const auto& [phase, counts] : counts_of_phase) EXPECT_EQ(counts, (std::set<int>{1, 2})) << phase;
+}
+
+TEST_F(ThreadCountsRun, SamplesCarryTheirThreadsAndTheRunRecordsItsCounts) {
+  ASSERT_EQ(result_->exit_code, 0) << result_->output;
+  const results::RunData run = results::load_run(out_->string());  // every timed row's samples found
+  std::set<int> sample_threads;
+  for (const SampleRow& sample : read_samples_csv((*out_ / "samples.csv").string()))
+    sample_threads.insert(sample.threads);
+  EXPECT_EQ(sample_threads, (std::set<int>{1, 2}));
+  for (const ResultRow& row : run.rows)
+    if (row.reps > 0) EXPECT_EQ(run.samples.at(results::row_key(row)).size(), static_cast<size_t>(row.reps));
+  std::ifstream machine_file(*out_ / "machine.json");
+  const nlohmann::json machine = nlohmann::json::parse(machine_file);
+  EXPECT_EQ(machine.at("thread_counts"), nlohmann::json({1, 2}));
+  EXPECT_EQ(machine.at("threads"), 2) << "the ceilings are those of the most threads";
+}
+
+TEST_F(ThreadCountsRun, TheSummaryAndTheScalingFileNameTheCounts) {
+  ASSERT_EQ(result_->exit_code, 0) << result_->output;
+  EXPECT_NE(result_->output.find("trainer2/lior_step/small/torch/cpu/0_baseline/threads=2"), std::string::npos)
+      << result_->output;
+  EXPECT_NE(result_->output.find("torch on cpu, 1 thread\n"), std::string::npos) << result_->output;
+  EXPECT_NE(result_->output.find("torch on cpu, 2 threads\n"), std::string::npos) << result_->output;
+  std::ifstream in(*out_ / "scaling.csv");
+  const std::string scaling((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(scaling.find("\nthreads,trainer2,lior_step,torch,cpu,0,baseline,2,small,"), std::string::npos) << scaling;
+}
+
+TEST_F(ThreadCountsRun, CompareMatchesEachCountWithItselfAndTheHistoryRefusesTheRun) {
+  ASSERT_EQ(result_->exit_code, 0) << result_->output;
+  const auto compared = run_phasebench("compare " + out_->string() + " " + out_->string());
+  EXPECT_EQ(compared.exit_code, 0) << compared.output;
+  EXPECT_EQ(compared.output.find("different thread count"), std::string::npos) << compared.output;
+  const fs::path database = fresh_temp_path("thread-counts-history");
+  const auto added = run_phasebench("history --db " + database.string() + ".sqlite add " + out_->string());
+  EXPECT_EQ(added.exit_code, 2) << added.output;
+  EXPECT_NE(added.output.find("at several thread counts"), std::string::npos) << added.output;
+  fs::remove_all(database.string() + ".sqlite");
+}
+
+// A run of one count names its rows as before: nothing says threads where nothing differs.
+TEST(ThreadCounts, ARunOfOneCountKeepsItsRowNames) {
+  const fs::path out = fresh_temp_path("thread-count-one");
+  const auto result = run_phasebench(
+      "run --quick --size small --filter '^trainer2/lior_step/torch/' --threads 2 --out " + out.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("trainer2/lior_step/small/torch/cpu/0_baseline "), std::string::npos) << result.output;
+  EXPECT_EQ(result.output.find("/threads="), std::string::npos) << result.output;
+  fs::remove_all(out);
+}
+
+}  // namespace
+}  // namespace pb
