@@ -5,8 +5,11 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <set>
 
+#include "engine/run.hpp"
+#include "phasebench/backend.hpp"
 #include "phasebench/cli.hpp"
 #include "phasebench/errors.hpp"
 #include "phasebench/results.hpp"
@@ -209,6 +212,35 @@ TEST(ScaleEndToEnd, RunWritesARowPerSizeWithItsShapeAndScale) {
   }
   EXPECT_EQ(sizes, (std::set<std::string>{"0.0625x", "0.125x"}));
   fs::remove_all(out);
+}
+
+// `run --shard i/n` of a sweep deals its points: each ladder at each size is in exactly one shard
+// (its phases together, so speedups stay within a shard), and a ladder's sizes go to different
+// shards, not all to the shard of its name.
+TEST(ScaleShards, EachPointIsInOneShardAndALaddersSizesAreDealt) {
+  RunOptions options;
+  options.selection.filter = "^trainer2/lior_step/(torch|kokkos)/";
+  options.sizes = {SizeClass::Small, SizeClass::scaled(0.5)};
+  std::set<std::string> unsharded;
+  for (const Case& c : detail::run_cases(options))
+    if (c.ladder->backend != kReferenceBackend) unsharded.insert(c.row_name());
+  std::map<std::string, int> shard_of_row;
+  std::map<std::string, std::set<int>> shards_of_ladder;
+  options.selection.shard_count = 2;
+  for (int shard = 1; shard <= 2; ++shard) {
+    options.selection.shard_index = shard;
+    for (const Case& c : detail::run_cases(options)) {
+      if (c.ladder->backend == kReferenceBackend) continue;
+      EXPECT_TRUE(shard_of_row.emplace(c.row_name(), shard).second) << c.row_name() << " is in two shards";
+      shards_of_ladder[c.ladder->backend + "/" + c.device + "/" + to_string(c.size)].insert(shard);
+      shards_of_ladder[c.ladder->backend + "/" + c.device].insert(shard);
+    }
+  }
+  EXPECT_EQ(shard_of_row.size(), unsharded.size());
+  for (const auto& [ladder, shards] : shards_of_ladder) {
+    const bool one_point = std::count(ladder.begin(), ladder.end(), '/') == 2;
+    EXPECT_EQ(shards.size(), one_point ? 1u : 2u) << ladder;
+  }
 }
 
 }  // namespace

@@ -23,9 +23,7 @@ struct Selection {
   std::string suite;
   std::string filter;  // regex searched in "suite/workload/backend/phase"
   std::vector<std::string> backends;
-  // `run --shard i/n`: only the i-th (1-based) of n parts. Whole ladders (workload, backend,
-  // device) go to one part, round-robin over their sorted names, so every shard of the same
-  // selection and build agrees and speedups between phases stay within one shard.
+  // `run --shard i/n`: only the i-th (1-based) of n parts (cases_of_shard).
   int shard_index = 1;
   int shard_count = 1;
 };
@@ -61,6 +59,12 @@ struct Case {
 /// The SKIPPED (the backend has it on another device) or UNSUPPORTED (on none) of a phase whose
 /// needs `backend` lacks on `device`, with the reason written from the catalog; nullopt when none.
 std::optional<CannotRun> capability_gap(const PhaseInfo& phase, const Backend& backend, const std::string& device);
+
+/// The cases of the selection's shard (all of them when it has one): each ladder at each size (a
+/// point of a sweep) goes to one shard, round-robin over their sorted names, so that every shard of
+/// the same selection and build agrees, a ladder's sizes are dealt over the shards, and the
+/// speedups between phases stay within one shard.
+std::vector<Case> cases_of_shard(std::vector<Case> cases, const Selection& selection);
 
 /// Every case the selection covers at `size`, in registry order. Throws InputError for a bad
 /// regex, suite or backend name.

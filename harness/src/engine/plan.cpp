@@ -101,21 +101,21 @@ std::string ladder_key(const Case& c) {
   return c.workload->full_name() + "/" + c.ladder->backend + "/" + c.device;
 }
 
-// The cases of the selection's shard (all of them when there is one shard).
-std::vector<Case> shard_of(std::vector<Case> cases, const Selection& selection) {
+}  // namespace
+
+std::vector<Case> cases_of_shard(std::vector<Case> cases, const Selection& selection) {
   if (selection.shard_count <= 1) return cases;
+  const auto point_key = [](const Case& c) { return ladder_key(c) + "@" + to_string(c.size); };
   std::set<std::string> keys;
-  for (const Case& c : cases) keys.insert(ladder_key(c));
+  for (const Case& c : cases) keys.insert(point_key(c));
   const std::vector<std::string> sorted(keys.begin(), keys.end());
   std::vector<Case> mine;
   for (Case& c : cases) {
-    const auto position = std::lower_bound(sorted.begin(), sorted.end(), ladder_key(c)) - sorted.begin();
+    const auto position = std::lower_bound(sorted.begin(), sorted.end(), point_key(c)) - sorted.begin();
     if (position % selection.shard_count + 1 == selection.shard_index) mine.push_back(std::move(c));
   }
   return mine;
 }
-
-}  // namespace
 
 std::vector<Case> plan_cases(const Selection& selection, SizeClass size) {
   validate(selection);
@@ -152,7 +152,7 @@ std::vector<Case> plan_cases(const Selection& selection, SizeClass size) {
   const Workload* checked = nullptr;  // a scale without a valid shape is refused before anything runs
   for (const Case& c : cases)
     if (c.workload.get() != checked) require_valid_size(*(checked = c.workload.get()), size);
-  return shard_of(std::move(cases), selection);
+  return cases_of_shard(std::move(cases), selection);
 }
 
 namespace {

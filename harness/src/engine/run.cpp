@@ -454,9 +454,17 @@ std::vector<Case> at_each_thread_count(const std::vector<Case>& cases, const std
 }  // namespace
 
 std::vector<Case> run_cases(const RunOptions& options) {
+  Selection unsharded = options.selection;
+  unsharded.shard_index = unsharded.shard_count = 1;
+  std::vector<Case> planned;
+  for (const SizeClass size : options.sizes)
+    for (Case& c : plan_cases(unsharded, size)) planned.push_back(std::move(c));
+  planned = cases_of_shard(std::move(planned), options.selection);
   std::vector<Case> all;
   for (const SizeClass size : options.sizes) {
-    std::vector<Case> cases = plan_cases(options.selection, size);
+    std::vector<Case> cases;
+    for (const Case& c : planned)
+      if (c.size == size) cases.push_back(c);
     std::vector<std::string> workloads;
     for (const Case& c : cases)
       if (std::find(workloads.begin(), workloads.end(), c.workload->full_name()) == workloads.end())
