@@ -222,6 +222,45 @@ TEST(Report, ASweepGetsAScalingSectionWithCacheLevelsFitsAndCrossovers) {
   fs::remove_all(sweep);
 }
 
+// A run of one size at two thread counts (run --threads 1,2) gets the section too: no working-set
+// chart (one size), the speedup-against-threads chart and its table.
+TEST(Report, ARunAtTwoThreadCountsGetsTheThreadChart) {
+  const fs::path run = fresh_temp_path("report-threads-run");
+  fs::copy(kRunA, run, fs::copy_options::recursive);
+  std::vector<ResultRow> rows = read_results_csv((run / "results.csv").string());
+  std::vector<SampleRow> samples = read_samples_csv((run / "samples.csv").string());
+  for (SampleRow& sample : samples)  // the fixture's samples predate the threads column: each its row's
+    for (const ResultRow& row : rows)
+      if (row.workload == sample.workload && row.backend == sample.backend && row.phase == sample.phase &&
+          row.device == sample.device && row.size == sample.size)
+        sample.threads = row.threads;
+  const size_t measured = rows.size();
+  for (size_t i = 0; i < measured; ++i) {
+    ResultRow row = rows[i];
+    if (row.workload != "lior_step" || row.status != Status::Ok || row.backend != "kokkos") continue;
+    row.threads *= 2;  // 1.6 times as fast on twice the threads: 80% efficiency
+    for (double* ms : {&row.median_ms, &row.min_ms, &row.max_ms, &row.ci_low_ms, &row.ci_high_ms}) *ms /= 1.6;
+    rows.push_back(row);
+    for (int rep = 0; rep < row.reps; ++rep) {
+      SampleRow sample{row.workload, row.size, row.backend, row.device, row.phase, rep, row.median_ms};
+      sample.suite = row.suite;
+      sample.threads = row.threads;
+      samples.push_back(sample);
+    }
+  }
+  ASSERT_GT(rows.size(), measured);
+  std::ofstream(run / "results.csv") << results_csv(rows);
+  std::ofstream(run / "samples.csv") << samples_csv(samples);
+  const std::string html = render_runs({run.string()});
+  const size_t section = html.find("id=\"scaling\"");
+  ASSERT_NE(section, std::string::npos);
+  EXPECT_NE(html.find("trainer2/lior_step: speedup against threads", section), std::string::npos);
+  EXPECT_NE(html.find(">perfect scaling<", section), std::string::npos);
+  EXPECT_NE(html.find(">80%<", section), std::string::npos) << "the threads table's efficiency";
+  EXPECT_EQ(html.find("GB/s against working set", section), std::string::npos) << "one size: no such chart";
+  fs::remove_all(run);
+}
+
 // ---- the numbers behind the page -----------------------------------------------------------------
 
 ResultRow timed_row(const std::string& backend, int phase, double median, double vs_prev, double low, double high) {

@@ -98,9 +98,19 @@ TEST_F(ThreadCountsRun, TheSummaryAndTheScalingFileNameTheCounts) {
       << result_->output;
   EXPECT_NE(result_->output.find("torch on cpu, 1 thread\n"), std::string::npos) << result_->output;
   EXPECT_NE(result_->output.find("torch on cpu, 2 threads\n"), std::string::npos) << result_->output;
+  // Each torch phase has its threads record, unless other work disturbed one of its two rows (such
+  // rows are left out of every fit: docs/file-formats.md).
+  std::map<int, bool> judged;  // by phase: both rows undisturbed
+  for (const ResultRow& row : read_results_csv((*out_ / "results.csv").string()))
+    if (row.backend == "torch" && row.device == "cpu")
+      judged.emplace(row.phase_index, true).first->second &= row.disturbed.empty();
   std::ifstream in(*out_ / "scaling.csv");
   const std::string scaling((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_NE(scaling.find("\nthreads,trainer2,lior_step,torch,cpu,0,baseline,2,small,"), std::string::npos) << scaling;
+  ASSERT_FALSE(judged.empty());
+  for (const auto& [phase, undisturbed] : judged) {
+    const std::string record = "\nthreads,trainer2,lior_step,torch,cpu," + std::to_string(phase) + ",";
+    EXPECT_EQ(scaling.find(record) != std::string::npos, undisturbed) << "phase " << phase << ":\n" << scaling;
+  }
 }
 
 TEST_F(ThreadCountsRun, CompareMatchesEachCountWithItselfAndTheHistoryRefusesTheRun) {

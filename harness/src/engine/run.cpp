@@ -162,13 +162,16 @@ class RunInProgress {
   std::vector<CaseTiming> new_timings(const std::vector<size_t>& timed);
   bool set_up_again(size_t i);
   void announce(const std::vector<CaseTiming>& timings, const std::vector<Repetition>& schedule, double budget);
+  std::string sweep_points() const;
   // What is left of the run's time budget for this worker's thread count: an equal share of it with
-  // the counts that come after.
+  // the counts that come after, once their checking (as long as this worker's, the same cases) is
+  // set aside.
   double budget_share_left() const {
     const auto& counts = options_.thread_counts;
     const auto position = std::find(counts.begin(), counts.end(), options_.threads);
     const double counts_left = position == counts.end() ? 1.0 : static_cast<double>(counts.end() - position);
-    return (options_.time_budget_s - (seconds_since_epoch() - hooks_.budget_started_at)) / counts_left;
+    const double left = options_.time_budget_s - (seconds_since_epoch() - hooks_.budget_started_at);
+    return (left - (counts_left - 1) * checking_seconds_) / counts_left;
   }
 
   const RunOptions& options_;
@@ -180,6 +183,7 @@ class RunInProgress {
   std::vector<LiveCase> cases_;
   std::vector<std::string> names_;
   std::vector<double> checked_ms_;  // 0: checked by an earlier worker (its variant is not set up here)
+  double checking_seconds_ = 0;     // how long this worker's checking took
   std::map<std::string, Problem> problems_;  // per workload and size: inputs and oracle, made once
 };
 
@@ -216,8 +220,8 @@ void RunInProgress::check_all() {
     recorder_.checked(checked_row(live, options_));
     note(i, "checked", "; checking: about " + format_duration(progress_.seconds_left()) + " left");
   }
-  progress_.note("checking: " + std::to_string(to_check.size()) + " cases in " +
-                 format_duration(seconds_since_epoch() - started_at));
+  checking_seconds_ = seconds_since_epoch() - started_at;
+  progress_.note("checking: " + std::to_string(to_check.size()) + " cases in " + format_duration(checking_seconds_));
 }
 
 // A case checked by an earlier worker is set up again before it is timed.
@@ -296,6 +300,19 @@ std::vector<CaseTiming> RunInProgress::new_timings(const std::vector<size_t>& ti
   return timings;
 }
 
+// The points of a sweep this worker times, for the timing's announcement: "" for one size and
+// one thread count.
+std::string RunInProgress::sweep_points() const {
+  std::string text;
+  if (options_.sizes.size() > 1) text += " at sizes " + size_list_text(options_.sizes);
+  if (options_.thread_counts.size() > 1) {
+    std::string counts;
+    for (const int threads : options_.thread_counts) counts += (counts.empty() ? "" : ",") + std::to_string(threads);
+    text += " on " + std::to_string(options_.threads) + " threads (of " + counts + ", a worker each)";
+  }
+  return text;
+}
+
 void RunInProgress::announce(const std::vector<CaseTiming>& timings, const std::vector<Repetition>& schedule,
                              double budget) {
   int fewest = plan_.reps, most = 0;
@@ -318,7 +335,8 @@ void RunInProgress::announce(const std::vector<CaseTiming>& timings, const std::
                      " repetitions to keep it, and no confidence interval)";
   }
   progress_.note("timing: " + std::to_string(timed) + " cases x " + reps + " interleaved repetitions (" +
-                 std::to_string(schedule.size()) + " to run), about " + format_duration(planned) + budget_text);
+                 std::to_string(schedule.size()) + " to run" + sweep_points() + "), about " + format_duration(planned) +
+                 budget_text);
 }
 
 void RunInProgress::time_all() {

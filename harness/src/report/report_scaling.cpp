@@ -20,8 +20,13 @@ using Rows = std::vector<const ResultRow*>;
 
 constexpr int kChartHeight = 360;
 
-// The run's timed rows of each workload ("suite/workload") timed at two sizes or more.
-std::map<std::string, Rows> swept_workloads(const Run& run) {
+bool of_workload(const results::RowIdentity& id, const std::string& workload) {
+  return id.suite + "/" + id.workload == workload;
+}
+
+// The run's timed rows of each workload ("suite/workload") timed at two sizes or more, or with rows
+// at several thread counts (`analysis` has their speedups).
+std::map<std::string, Rows> swept_workloads(const Run& run, const results::ScalingAnalysis& analysis) {
   std::map<std::string, Rows> rows;
   std::map<std::string, std::set<std::string>> sizes;
   for (const ResultRow& row : run.data.rows) {
@@ -29,9 +34,20 @@ std::map<std::string, Rows> swept_workloads(const Run& run) {
     rows[row.suite + "/" + row.workload].push_back(&row);
     sizes[row.suite + "/" + row.workload].insert(row.size);
   }
-  for (const auto& [name, seen] : sizes)
-    if (seen.size() < 2) rows.erase(name);
+  for (const auto& [name, seen] : sizes) {
+    const bool threads_vary =
+        std::any_of(analysis.threads.begin(), analysis.threads.end(),
+                    [&](const results::ThreadScaling& s) { return of_workload(s.identity, name); });
+    if (seen.size() < 2 && !threads_vary) rows.erase(name);
+  }
   return rows;
+}
+
+// The sizes a workload's rows were timed at.
+size_t size_count(const Rows& rows) {
+  std::set<std::string> sizes;
+  for (const ResultRow* row : rows) sizes.insert(row->size);
+  return sizes.size();
 }
 
 struct SweepPoint {
@@ -134,10 +150,6 @@ std::string working_set_chart(const Run& run, const std::string& workload, const
   return figure("Run " + run.letter + ": " + workload, canvas.str());
 }
 
-bool of_workload(const results::RowIdentity& id, const std::string& workload) {
-  return id.suite + "/" + id.workload == workload;
-}
-
 std::string rung_name(const results::RowIdentity& id) {
   return id.backend + "/" + id.device + " " + std::to_string(id.phase_index) + " " + id.phase + ", " +
          std::to_string(id.threads) + (id.threads == 1 ? " thread" : " threads");
@@ -186,15 +198,62 @@ std::string threads_table(const results::ScalingAnalysis& analysis, const std::s
   return table.rows() ? table.html() : "";
 }
 
+std::string thread_tooltip(const results::ThreadScaling& s) {
+  return rung_name(s.identity) + "\nsize " + s.size + ": " + format_ratio(s.speedup) + " over " +
+         std::to_string(s.base_threads) + (s.base_threads == 1 ? " thread" : " threads") + ", parallel efficiency " +
+         format_number(100 * s.parallel_efficiency) + "%";
+}
+
+// Every rung's speedup over its fewest threads against its threads, a point per rung and size
+// (beside each other by backend), with perfect scaling (speedup = threads over the fewest) dashed.
+std::string thread_chart(const Run& run, const std::string& workload, const results::ScalingAnalysis& analysis,
+                         const Colors& colors) {
+  std::vector<const results::ThreadScaling*> records;
+  for (const results::ThreadScaling& s : analysis.threads)
+    if (of_workload(s.identity, workload) && std::isfinite(s.speedup)) records.push_back(&s);
+  if (records.empty()) return "";
+  double most_threads = 1, highest = 1;
+  std::vector<std::string> backends;
+  for (const results::ThreadScaling* s : records) {
+    most_threads = std::max(most_threads, static_cast<double>(s->identity.threads));
+    highest = std::max(highest, s->speedup);
+    if (std::find(backends.begin(), backends.end(), s->identity.backend) == backends.end())
+      backends.push_back(s->identity.backend);
+  }
+  const int width = chart_width(2);
+  Canvas canvas(width, kChartHeight, "scaling", workload + ": speedup against threads, run " + run.letter);
+  const double left = 60, right = width - 16.0, top = 30, bottom = kChartHeight - 48.0;
+  const Scale x{0.5, most_threads + 0.5, left, right, false};
+  const Scale y{0, std::max(highest, most_threads) * 1.1, bottom, top, false};
+  svg::y_axis(canvas, y, left, right, "speedup over the fewest threads", format_number);
+  svg::x_axis(canvas, x, bottom, top, "threads", format_number);
+  canvas.polyline({{x(1), y(1)}, {x(most_threads), y(most_threads)}}, "#222", "series dashed thin");
+  std::vector<std::pair<std::string, std::string>> legend;
+  const double spread = (x(1.4) - x(1)) / static_cast<double>(backends.size());
+  for (size_t b = 0; b < backends.size(); ++b) {
+    const std::string color = colors.of(backends[b]);
+    for (const results::ThreadScaling* s : records)
+      if (s->identity.backend == backends[b])
+        canvas.point(x(s->identity.threads) + (static_cast<double>(b) - backends.size() / 2.0) * spread, y(s->speedup),
+                     color, thread_tooltip(*s), 3.5);
+    legend.emplace_back(backends[b], color);
+  }
+  legend.emplace_back("perfect scaling", "#222");
+  svg::legend(canvas, left, 16, legend);
+  return figure("Run " + run.letter + ": " + workload + ", threads", canvas.str());
+}
+
 std::string run_scaling(const Run& run, const Colors& colors) {
-  const std::map<std::string, Rows> swept = swept_workloads(run);
-  if (swept.empty()) return "";
   const results::ScalingAnalysis analysis = results::analyze_scaling(run.data.rows, &run.data.catalog);
+  const std::map<std::string, Rows> swept = swept_workloads(run, analysis);
+  if (swept.empty()) return "";
   std::string html;
   for (const auto& [workload, rows] : swept) {
-    html += "<h3>" + escape("Run " + run.letter + ": " + workload) + "</h3>\n" +
-            charts_row({working_set_chart(run, workload, rows, colors)}) + growth_table(analysis, workload) +
-            crossover_table(analysis, workload) + threads_table(analysis, workload);
+    std::vector<std::string> charts;
+    if (size_count(rows) > 1) charts.push_back(working_set_chart(run, workload, rows, colors));
+    charts.push_back(thread_chart(run, workload, analysis, colors));
+    html += "<h3>" + escape("Run " + run.letter + ": " + workload) + "</h3>\n" + charts_row(charts) +
+            growth_table(analysis, workload) + crossover_table(analysis, workload) + threads_table(analysis, workload);
   }
   return html;
 }
@@ -205,15 +264,19 @@ std::string scaling_section(const std::vector<Run>& runs, const Colors& colors) 
   std::string body;
   for (const Run& run : runs) body += run_scaling(run, colors);
   if (body.empty()) return "";
-  return section(kScalingId, "Scaling",
-                 paragraph("Workloads timed at two sizes or more. The chart: each backend's fastest phase at each "
-                           "size, its achieved GB/s (declared bytes over the median) against its working set, with "
-                           "the cache levels the run's ceilings hold (dotted, their capacities summed) and the "
-                           "bandwidth attainable at each working set (dashed). The tables: scaling.csv's growth "
-                           "fits (time ~ a&middot;n^p over the sizes not held to a latency floor nor disturbed; n "
-                           "the declared work), each phase's crossover with the phase before it, and the speedup "
-                           "over the fewest threads.") +
-                     body);
+  return section(
+      kScalingId, "Scaling",
+      paragraph(
+          "Workloads timed at two sizes or more, or at several thread counts (run --threads "
+          "1,2). The first chart: each backend's fastest phase at each size, its achieved GB/s (declared bytes over "
+          "the median) against its working set, with "
+          "the cache levels the run's ceilings hold (dotted, their capacities summed) and the "
+          "bandwidth attainable at each working set (dashed). The second: every rung's speedup over "
+          "its fewest threads, a point per rung and size, perfect scaling dashed. The tables: scaling.csv's growth "
+          "fits (time ~ a&middot;n^p over the sizes not held to a latency floor nor disturbed; n "
+          "the declared work), each phase's crossover with the phase before it, and the speedup "
+          "over the fewest threads.") +
+          body);
 }
 
 }  // namespace pb::report

@@ -240,14 +240,20 @@ void check_rows_in_catalog(const RunData& run, const fs::path& catalog_path) {
 
 IndexedSamples index_samples(const std::vector<SampleRow>& samples, const std::vector<ResultRow>& rows,
                              const std::string& source) {
-  std::map<std::string, std::string> by_partial_key;  // the keys of older samples, without suite or threads
+  // The keys of older samples, without suite or threads, of the rows they name alone.
+  std::map<std::string, std::string> by_partial_key;
+  std::set<std::string> ambiguous;
+  const auto add_partial_key = [&](const ResultRow& partial, const ResultRow& row) {
+    if (!by_partial_key.emplace(row_key(partial), row_key(row)).second) ambiguous.insert(row_key(partial));
+  };
   for (const ResultRow& row : rows) {
     ResultRow partial = row;
     partial.threads = 0;
-    by_partial_key[row_key(partial)] = row_key(row);
+    add_partial_key(partial, row);
     partial.suite.clear();
-    by_partial_key[row_key(partial)] = row_key(row);
+    add_partial_key(partial, row);
   }
+  for (const std::string& key : ambiguous) by_partial_key.erase(key);
   struct Repetition {
     int rep;
     double ms, cpu_ms, others_cores, rep_ms;
