@@ -34,7 +34,8 @@ std::map<std::string, Rows> swept_workloads(const Run& run, const results::Scali
     rows[row.suite + "/" + row.workload].push_back(&row);
     sizes[row.suite + "/" + row.workload].insert(row.size);
   }
-  for (const auto& [name, seen] : sizes) {
+  for (const auto& [workload, seen] : sizes) {
+    const std::string& name = workload;  // a structured binding cannot be captured in C++17
     const bool threads_vary =
         std::any_of(analysis.threads.begin(), analysis.threads.end(),
                     [&](const results::ThreadScaling& s) { return of_workload(s.identity, name); });
