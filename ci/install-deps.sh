@@ -25,6 +25,7 @@ run_packages=(
 test_packages=(
   libgtest-dev googletest                        # the unit and integration tests
   postgresql                                     # the PostgreSQL history tests start a server
+  slurm-wlm munge                                # the Slurm test starts a one-node cluster (ci/slurm/)
   python3 python3-numpy                          # the dump round-trip test loads .npy with numpy
   python3-torch                                  # runs docs/check-your-code.md's PyTorch examples
   libbenchmark-tools python3-scipy               # Google Benchmark's compare.py, run on benchmark.json

@@ -140,6 +140,44 @@ TEST(Merge, ShardGivenTwiceIsRefused) {
   EXPECT_NE(result.output.find("shard 1/2 given twice"), std::string::npos) << result.output;
 }
 
+// A shard that no input is (its task was cancelled before it wrote anything) leaves cases out: the
+// merged run is written, marked incomplete with the shard named, and compare refuses it until the
+// shard is run and merged again.
+TEST(Merge, AMissingShardMarksTheMergedRunIncomplete) {
+  const auto shard = [](int index, std::vector<testing::CraftedRow> rows) {
+    CraftedRun run = crafted("aaaa", std::move(rows));
+    run.extra_machine = {{"shard", {{"index", index}, {"count", 3}}}};
+    return write_run("shard" + std::to_string(index), run);
+  };
+  const fs::path first = shard(1, {{"reference", 0, "serial_fp32"}, {"kokkos", 0, "baseline"}});
+  const fs::path second = shard(2, {{"reference", 0, "serial_fp32"}, {"onednn", 0, "baseline"}});
+  const fs::path third = shard(3, {{"reference", 0, "serial_fp32"}, {"torch", 0, "baseline"}});
+  const fs::path partial = fresh_temp_path("partial"), whole = fresh_temp_path("whole");
+  auto result = run_phasebench("merge " + first.string() + " " + third.string() + " --out " + partial.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("shard 2/3 is not among the inputs"), std::string::npos) << result.output;
+  const nlohmann::json machine = read_json(partial / "machine.json");
+  EXPECT_EQ(machine["complete"], false);
+  const std::string reason = machine["incomplete"]["reason"];
+  EXPECT_EQ(reason, "shard 2/3 is missing; run the missing shard with the same options and merge again");
+  EXPECT_EQ(machine["incomplete"]["missing_shards"], nlohmann::json::array({"2/3"}));
+  EXPECT_FALSE(machine["incomplete"].contains("resume")) << "nothing to resume: the shard has no directory";
+  EXPECT_EQ(row_keys(partial).size(), 3u) << "the reference once, the two shards' cases";
+
+  result = run_phasebench("compare " + partial.string() + " " + partial.string());
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("is an incomplete run (shard 2/3 is missing"), std::string::npos) << result.output;
+  result = run_phasebench("compare " + partial.string() + " " + partial.string() + " --allow-incomplete");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+
+  result = run_phasebench("merge " + first.string() + " " + second.string() + " " + third.string() + " --out " +
+                          whole.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(read_json(whole / "machine.json")["complete"], true);
+  EXPECT_FALSE(read_json(whole / "machine.json").contains("incomplete"));
+  EXPECT_EQ(row_keys(whole).size(), 4u);
+}
+
 // Repeated runs of the same cases, one process each, pooled into one run.
 TEST(Merge, PoolJoinsTheSamplesOfRepeatedRunsAndRecomputesTheRows) {
   CraftedRun first = crafted("aaaa", testing::ladder_rows()), second = first;

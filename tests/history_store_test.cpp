@@ -214,6 +214,29 @@ INSTANTIATE_TEST_SUITE_P(Databases, HistoryStoreTest, ::testing::Values("sqlite"
 
 // ---- the command line ------------------------------------------------------------------------------
 
+// A merge of shards keeps each row's shard run_id; the history stores it under the merge's own id,
+// so a shard and the merge it went into are two runs of one history.
+TEST(HistoryCommand, AMergeOfShardsIsStoredUnderItsOwnRunId) {
+  std::vector<std::filesystem::path> shards;
+  for (int index : {1, 2}) {
+    CraftedRun shard = crafted_run(run_id_at(index));
+    shard.rows = {{"reference", 0, "serial_fp32"}, {index == 1 ? "kokkos" : "onednn", 0, "baseline"}};
+    shard.extra_machine["shard"] = {{"index", index}, {"count", 2}};
+    shards.push_back(write_run("shard", shard));
+  }
+  const std::filesystem::path merged = fresh_temp_path("merged");
+  const auto merge =
+      run_phasebench("merge " + shards[0].string() + " " + shards[1].string() + " --out " + merged.string());
+  ASSERT_EQ(merge.exit_code, 0) << merge.output;
+  const std::string merged_id = results::load_run(merged.string()).machine.at("run_id");
+  ASSERT_NE(merged_id, run_id_at(1));
+
+  HistoryStore store = HistoryStore::open((fresh_temp_path("history") += ".sqlite").string());
+  EXPECT_EQ(store.add(merged.string(), {}).run.run_id, merged_id);
+  EXPECT_EQ(store.add(shards[0].string(), {}).run.run_id, run_id_at(1)) << "the shard is another run";
+  EXPECT_EQ(store.runs().size(), 2u);
+}
+
 TEST(HistoryCommand, AddsListsTrendsAndExports) {
   const std::string db = "--db " + (fresh_temp_path("cli") += ".sqlite").string();
   std::string runs;

@@ -171,7 +171,7 @@ TEST(IncompleteRun, MergeOfShardsRefusesAnIncompleteShard) {
   const nlohmann::json machine = read_json(out / "machine.json");
   EXPECT_EQ(machine["complete"], false);
   const std::string reason = machine["incomplete"]["reason"];
-  EXPECT_NE(reason.find(second.string() + " (stopped by SIGTERM"), std::string::npos) << reason;
+  EXPECT_NE(reason.find(second.string() + " (shard 2/2, stopped by SIGTERM"), std::string::npos) << reason;
   EXPECT_EQ(reason.find(first.string()), std::string::npos) << "only the incomplete input is named: " << reason;
   EXPECT_EQ(machine["incomplete"]["resume"], kStopped["resume"]);
   expect_refusal(run_phasebench("compare " + first.string() + " " + out.string()), out);

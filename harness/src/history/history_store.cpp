@@ -140,11 +140,13 @@ std::string json_string(const nlohmann::json& object, const char* key) {
   return object.is_object() && object.contains(key) && object[key].is_string() ? object[key].get<std::string>() : "";
 }
 
-// The id a run is stored under: its rows' run_id (one per run; a pooled run is given one), else
+// The id a run is stored under: a merge of shards has its own in machine.json (its rows keep their
+// shards' ids); any other run its rows' run_id (one per run; a pooled run is given one), else
 // machine.json's, else the directory's name.
 std::string run_id_of(const results::RunData& run) {
-  if (!run.rows.empty() && !run.rows.front().run_id.empty()) return run.rows.front().run_id;
   const std::string from_machine = json_string(run.machine, "run_id");
+  if (run.machine.is_object() && run.machine.contains("merged_from") && !from_machine.empty()) return from_machine;
+  if (!run.rows.empty() && !run.rows.front().run_id.empty()) return run.rows.front().run_id;
   return from_machine.empty() ? std::filesystem::path(run.directory()).filename().string() : from_machine;
 }
 

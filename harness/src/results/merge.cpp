@@ -50,7 +50,8 @@ bool check_machines(const std::vector<RunData>& runs, bool allow_mixed, std::vec
   return true;
 }
 
-void check_shards(const std::vector<RunData>& runs, std::vector<std::string>& notes) {
+// Returns "i/n" of each shard of the inputs' count that no input is (the cases they hold are absent).
+std::vector<std::string> check_shards(const std::vector<RunData>& runs, std::vector<std::string>& notes) {
   std::map<int, std::string> seen;
   int count = 0;
   for (const RunData& run : runs) {
@@ -64,10 +65,14 @@ void check_shards(const std::vector<RunData>& runs, std::vector<std::string>& no
       throw InputError("shard " + std::to_string(shard.index) + "/" + std::to_string(count) + " given twice: " +
                        it->second + " and " + run.label);
   }
+  std::vector<std::string> missing;
   for (int index = 1; index <= count; ++index)
-    if (!seen.count(index))
-      notes.push_back("warning: shard " + std::to_string(index) + "/" + std::to_string(count) +
-                      " is not among the inputs: its cases are missing from the merged run");
+    if (!seen.count(index)) {
+      missing.push_back(std::to_string(index) + "/" + std::to_string(count));
+      notes.push_back("warning: shard " + missing.back() +
+                      " is not among the inputs: its cases are missing, and the merged run is marked incomplete");
+    }
+  return missing;
 }
 
 std::string listing(const std::vector<std::string>& lines) {
@@ -132,32 +137,50 @@ MergedRows join_rows(const std::vector<RunData>& runs) {
   return merged;
 }
 
-// Inputs marked incomplete (merged with --allow-incomplete) make the merged run incomplete: its
-// reason names them, and its resume command resumes each (then merge again).
-void mark_completeness(nlohmann::json& machine, const std::vector<RunData>& runs, std::vector<std::string>& notes) {
+// Missing shards, and inputs marked incomplete (merged with --allow-incomplete), make the merged run
+// incomplete: its reason names them, "missing_shards" lists the shards to run, and its resume
+// command resumes each incomplete input (then merge again).
+void mark_completeness(nlohmann::json& machine, const std::vector<RunData>& runs,
+                       const std::vector<std::string>& missing_shards, std::vector<std::string>& notes) {
   machine.erase("incomplete");
   std::string reasons, resume;
+  if (!missing_shards.empty()) {
+    reasons = (missing_shards.size() == 1 ? "shard " : "shards ") + missing_shards.front();
+    for (size_t i = 1; i < missing_shards.size(); ++i) reasons += ", " + missing_shards[i];
+    reasons += missing_shards.size() == 1 ? " is missing" : " are missing";
+  }
+  std::string incomplete_inputs;
   for (const RunData& run : runs) {
     const auto why = run.incomplete();
     if (!why) continue;
     notes.push_back("warning: " + run.label + " is an incomplete run (" + *why +
                     "); the merged run is marked incomplete");
-    reasons += (reasons.empty() ? "" : ", ") + run.label + " (" + *why + ")";
+    const ShardId shard = shard_of(run);
+    const std::string which =
+        shard.index ? "shard " + std::to_string(shard.index) + "/" + std::to_string(shard.count) + ", " : "";
+    incomplete_inputs += (incomplete_inputs.empty() ? "" : ", ") + run.label + " (" + which + *why + ")";
     const nlohmann::json& mark = run.machine.value("incomplete", nlohmann::json());
     if (mark.is_object() && mark.contains("resume") && mark["resume"].is_string())
       resume += (resume.empty() ? "" : " && ") + mark["resume"].get<std::string>();
   }
+  if (!incomplete_inputs.empty())
+    reasons += (reasons.empty() ? "" : "; ") + std::string("merged from incomplete inputs: ") + incomplete_inputs;
   machine["complete"] = reasons.empty();
   if (reasons.empty()) return;
-  machine["incomplete"] = {{"reason", "merged from incomplete inputs: " + reasons + "; resume them and merge again"}};
+  std::string remedy = incomplete_inputs.empty() ? "" : "resume them";
+  if (!missing_shards.empty())
+    remedy = std::string(missing_shards.size() == 1 ? "run the missing shard" : "run the missing shards") +
+             " with the same options" + (remedy.empty() ? "" : ", resume the incomplete inputs");
+  machine["incomplete"] = {{"reason", reasons + "; " + remedy + " and merge again"}};
+  if (!missing_shards.empty()) machine["incomplete"]["missing_shards"] = missing_shards;
   if (!resume.empty()) machine["incomplete"]["resume"] = resume;
 }
 
 nlohmann::json merged_machine(const std::vector<RunData>& runs, bool mixed, const std::string& run_id,
-                              std::vector<std::string>& notes) {
+                              const std::vector<std::string>& missing_shards, std::vector<std::string>& notes) {
   nlohmann::json machine = runs.front().machine.is_object() ? runs.front().machine : nlohmann::json::object();
   machine.erase("shard");
-  mark_completeness(machine, runs, notes);
+  mark_completeness(machine, runs, missing_shards, notes);
   machine["run_id"] = run_id;
   if (mixed) machine["fingerprint"] = "mixed";
   machine["merged_from"] = nlohmann::json::array();
@@ -209,12 +232,12 @@ std::vector<std::string> merge_runs(const MergeOptions& options) {
                    [](const RunData& a, const RunData& b) { return shard_of(a).index < shard_of(b).index; });
   std::vector<std::string> notes;
   const bool mixed = check_machines(runs, options.allow_mixed, notes);
-  if (!options.pool) check_shards(runs, notes);
+  const std::vector<std::string> missing_shards = options.pool ? std::vector<std::string>() : check_shards(runs, notes);
   const catalog::Catalog catalog = merged_catalog(runs, options.allow_mixed, notes);
   const std::string run_id = make_run_id();
   MergedRows merged = options.pool ? pool_rows(runs, run_id, catalog) : join_rows(runs);
   if (!options.pool) results::derive_columns(merged.rows, {nullptr, &catalog, std::nullopt});  // the claims
-  nlohmann::json machine = merged_machine(runs, mixed, run_id, notes);
+  nlohmann::json machine = merged_machine(runs, mixed, run_id, missing_shards, notes);
   notes.push_back(std::string(options.pool ? "pooled " : "merged ") + std::to_string(runs.size()) + " runs into " +
                   options.out_dir + ": " + std::to_string(merged.rows.size()) + " rows, " +
                   std::to_string(merged.samples.size()) + " samples");
