@@ -21,6 +21,7 @@
 #include "phasebench/errors.hpp"
 #include "phasebench/known_bugs.hpp"
 #include "phasebench/runner.hpp"
+#include "results/results_model.hpp"
 
 namespace pb {
 
@@ -37,8 +38,8 @@ std::string Case::row_name() const {
 int Case::effective_threads() const { return backend->effective_threads(threads); }
 
 std::string Case::row_key() const {
-  return workload->full_name() + "/" + to_string(size) + "/" + ladder->backend + "/" + device + "/" + phase_name + "/" +
-         std::to_string(effective_threads());
+  return results::row_key_of(workload->suite(), workload->name(), to_string(size), ladder->backend, device, phase_name,
+                             effective_threads());
 }
 
 namespace {

@@ -14,14 +14,19 @@
 namespace pb::results {
 namespace fs = std::filesystem;
 
+std::string row_key_of(const std::string& suite, const std::string& workload, const std::string& size,
+                       const std::string& backend, const std::string& device, const std::string& phase, int threads) {
+  return suite + "/" + workload + "/" + size + "/" + backend + "/" + device + "/" + phase + "/" +
+         std::to_string(threads);
+}
+
 std::string row_key(const ResultRow& row) {
-  return row.suite + "/" + row.workload + "/" + row.size + "/" + row.backend + "/" + row.device + "/" + row.phase +
-         "/" + std::to_string(row.threads);
+  return row_key_of(row.suite, row.workload, row.size, row.backend, row.device, row.phase, row.threads);
 }
 
 std::string row_key(const SampleRow& sample) {
-  return sample.suite + "/" + sample.workload + "/" + sample.size + "/" + sample.backend + "/" + sample.device + "/" +
-         sample.phase + "/" + std::to_string(sample.threads);
+  return row_key_of(sample.suite, sample.workload, sample.size, sample.backend, sample.device, sample.phase,
+                    sample.threads);
 }
 
 const ResultRow* first_row_at_several_thread_counts(const std::vector<ResultRow>& rows) {

@@ -58,8 +58,11 @@ void require_complete(const RunData& run, const std::string& command);
 /// newer than this build's.
 RunData load_run(const std::string& path);
 
-/// "suite/workload/size/backend/device/phase": what rows are matched by.
+/// "suite/workload/size/backend/device/phase/threads": what rows are matched by.
 std::string row_key(const ResultRow& row);
+/// The same key from its parts (a planned case's, before it has a row).
+std::string row_key_of(const std::string& suite, const std::string& workload, const std::string& size,
+                       const std::string& backend, const std::string& device, const std::string& phase, int threads);
 /// The first row of `rows` that another one repeats at another thread count (run --threads 1,2);
 /// nullptr where there is none.
 const ResultRow* first_row_at_several_thread_counts(const std::vector<ResultRow>& rows);
