@@ -16,6 +16,7 @@ namespace pb {
 namespace {
 namespace fs = std::filesystem;
 using compare::Verdict;
+using testing::CraftedRow;
 using testing::CraftedRun;
 using testing::ladder_rows;
 using testing::run_phasebench;
@@ -463,6 +464,164 @@ TEST(Compare, BadOptionsAreUsageErrors) {
   expect_input_error(command(base, base, "--metric cycles"), {"--metric"});
   expect_input_error("compare " + base.string(), {"NEW"});
   expect_input_error(command(base, base, "--markdown /nonexistent/folder/summary.md"), {"/nonexistent/folder"});
+}
+
+// ---- the run-wide shift ----------------------------------------------------------------------------
+
+// A ladder on three backends: enough rows (10) for a run-wide shift to be measured.
+CraftedRun wide_run() {
+  CraftedRun run;
+  run.rows = {{"reference", 0, "serial_fp32", 1.0}};
+  for (const std::string backend : {"kokkos", "torch", "onednn"})
+    for (const CraftedRow& row : ladder_rows())
+      if (row.backend == "kokkos") run.rows.push_back({backend, row.phase_index, row.phase, row.median_ms});
+  return run;
+}
+
+// What a machine that drifted between two runs does: every row slower by `factor`.
+CraftedRun drifted(CraftedRun run, double factor) {
+  run = rerun(run);
+  for (auto& row : run.rows) row.median_ms *= factor;
+  return run;
+}
+
+const compare::RowComparison& row_of(const compare::Comparison& c, const std::string& backend_and_phase) {
+  for (const auto& rc : c.rows)
+    if (rc.name.find("/" + backend_and_phase) != std::string::npos) return rc;
+  throw std::logic_error("no row " + backend_and_phase);
+}
+
+// Every row 3% slower, and one 7% slower: on its own times that row is a regression (the false
+// alarm of two back-to-back runs of one build); against the run it moved 4%, within the threshold.
+TEST(CompareShift, DriftOfTheWholeRunIsTakenOutOfEveryRow) {
+  CraftedRun fresh = drifted(wide_run(), 1.03);
+  testing::find_row(fresh, "torch", "batched_metrics").median_ms *= 1.04;
+  compare::Options absolute;
+  absolute.shift = compare::Shift::None;
+  const auto on_own_times = compare_crafted(wide_run(), fresh, absolute);
+  EXPECT_EQ(verdict_of(on_own_times, "torch/cpu/1_batched_metrics"), Verdict::Regression);
+  EXPECT_FALSE(on_own_times.shift.applied);
+
+  const auto c = compare_crafted(wide_run(), fresh);
+  ASSERT_TRUE(c.shift.applied);
+  EXPECT_EQ(c.shift.rows, 10);
+  EXPECT_NEAR(c.shift.change, 0.03, 0.006);
+  EXPECT_LE(c.shift.ci.low, c.shift.change);
+  EXPECT_GE(c.shift.ci.high, c.shift.change);
+  EXPECT_LT(c.shift.ci.high - c.shift.ci.low, 0.01);
+  EXPECT_FALSE(c.shift.fails);
+  EXPECT_FALSE(c.failed());
+  const auto& torch = row_of(c, "torch/cpu/1_batched_metrics");
+  EXPECT_NEAR(torch.raw_change, 1.03 * 1.04 - 1, 0.01);
+  EXPECT_NEAR(torch.change, 0.04, 0.01);
+  EXPECT_EQ(torch.verdict, Verdict::Slower);
+}
+
+TEST(CompareShift, ARowSlowerThanTheRunIsARegression) {
+  CraftedRun fresh = drifted(wide_run(), 1.03);
+  testing::find_row(fresh, "onednn", "fused_lior_spd").median_ms *= 1.10;
+  const auto c = compare_crafted(wide_run(), fresh);
+  EXPECT_TRUE(c.failed());
+  EXPECT_EQ(c.count(Verdict::Regression), 1);
+  const auto& slowed = row_of(c, "onednn/cpu/3_fused_lior_spd");
+  EXPECT_EQ(slowed.verdict, Verdict::Regression);
+  EXPECT_NEAR(slowed.change, 0.10, 0.015);
+  const auto result = run_phasebench(command(write_run("base", wide_run()), write_run("new", fresh)));
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("run-wide shift: +3"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("change vs run"), std::string::npos) << result.output;
+}
+
+// A change that slows everything (compiler flags, a library, the machine) moves no row against
+// the run: the shift itself fails.
+TEST(CompareShift, AWholeRunSlowerThanTheThresholdFails) {
+  const auto c = compare_crafted(wide_run(), drifted(wide_run(), 1.15));
+  EXPECT_EQ(c.count(Verdict::Regression), 0);
+  EXPECT_TRUE(c.shift.fails);
+  EXPECT_TRUE(c.failed());
+  ASSERT_FALSE(c.warnings.empty());
+  EXPECT_NE(c.warnings.front().find("the whole run moved by +15"), std::string::npos) << c.warnings.front();
+  const auto result =
+      run_phasebench(command(write_run("base", wide_run()), write_run("new", drifted(wide_run(), 1.15))));
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("FAILED: the whole run +15"), std::string::npos) << result.output;
+  const auto faster = compare_crafted(wide_run(), drifted(wide_run(), 0.85));  // a faster machine fails nothing
+  EXPECT_FALSE(faster.failed());
+  EXPECT_FALSE(faster.warnings.empty());
+}
+
+TEST(CompareShift, FewRowsOrRatioModeTakeNoShift) {
+  const auto few = compare_crafted(base_run(), drifted(base_run(), 1.03));
+  EXPECT_FALSE(few.shift.applied);
+  EXPECT_NE(few.shift.not_applied_why.find("too few rows"), std::string::npos) << few.shift.not_applied_why;
+  compare::Options ratio;
+  ratio.mode = compare::Mode::Ratio;
+  const auto by_ratio = compare_crafted(wide_run(), drifted(wide_run(), 1.03), ratio);
+  EXPECT_FALSE(by_ratio.shift.applied);
+  const fs::path base = write_run("base", wide_run()), fresh = write_run("new", drifted(wide_run(), 1.03));
+  const auto result = run_phasebench(command(base, fresh, "--shift none"));
+  EXPECT_NE(result.output.find("not taken (--shift none)"), std::string::npos) << result.output;
+  expect_input_error(command(base, fresh, "--shift median"), {"--shift"});
+}
+
+// ---- per-row thresholds --------------------------------------------------------------------------
+
+fs::path thresholds_file(const std::string& text) {
+  const fs::path path = testing::fresh_temp_path("thresholds.txt");
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(CompareThresholds, ARowsOwnThresholdDecidesItsVerdict) {
+  CraftedRun fresh = rerun(base_run());
+  testing::find_row(fresh, "kokkos", "batched_metrics").median_ms *= 1.10;  // 10%: over 5, under 15
+  testing::find_row(fresh, "kokkos", "fused_lior_spd").median_ms *= 1.04;   // 4%: under 5, over 2
+  const fs::path rules = thresholds_file(
+      "# noisy row looser, the row we care about tighter\n"
+      "*/kokkos/cpu/1_batched_metrics  15\n"
+      "\n"
+      "trainer2/lior_step/*/3_fused_lior_spd 2%   # first match wins\n"
+      "*/3_fused_lior_spd 50\n"
+      "*/cuda/* 1\n");
+  compare::Options options;
+  options.row_thresholds = compare::read_row_thresholds(rules.string());
+  const auto c = compare_crafted(base_run(), fresh, options);
+  EXPECT_EQ(row_of(c, "kokkos/cpu/1_batched_metrics").threshold_pct, 15);
+  EXPECT_EQ(verdict_of(c, "kokkos/cpu/1_batched_metrics"), Verdict::Slower);
+  EXPECT_EQ(row_of(c, "kokkos/cpu/3_fused_lior_spd").threshold_pct, 2);
+  EXPECT_EQ(verdict_of(c, "kokkos/cpu/3_fused_lior_spd"), Verdict::Regression);
+  EXPECT_EQ(row_of(c, "kokkos/cpu/0_baseline").threshold_pct, 5);
+  // The two rules no row meets first are named with their lines.
+  ASSERT_EQ(c.warnings.size(), 2u);
+  EXPECT_NE(c.warnings[0].find(":5: the pattern '*/3_fused_lior_spd'"), std::string::npos) << c.warnings[0];
+  EXPECT_NE(c.warnings[1].find(":6: the pattern '*/cuda/*'"), std::string::npos) << c.warnings[1];
+
+  const auto result =
+      run_phasebench(command(write_run("base", base_run()), write_run("new", fresh), "--thresholds " + rules.string()));
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("threshold"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("15%"), std::string::npos) << result.output;
+}
+
+TEST(CompareThresholds, BadLinesAreRefusedWithFileAndLine) {
+  const fs::path base = write_run("base", base_run());
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"*/kokkos/*\n", "has no threshold"},
+      {"# fine\n*/kokkos/* ten\n", "threshold 'ten' is not a percent"},
+      {"*/kokkos/* 5 10\n", "'10' after the threshold"},
+      {"*/kokkos/* -1\n", "threshold '-1'"},
+      {"*/kokkos/* nan\n", "threshold 'nan'"},
+      {"*/kokkos/* 1e9\n", "threshold '1e9'"},
+      {"*/kokkos/* 5%%\n", "threshold '5%%'"},
+  };
+  for (const auto& [text, message] : bad) {
+    const fs::path rules = thresholds_file(text);
+    const int line = text.rfind("# fine", 0) == 0 ? 2 : 1;
+    expect_input_error(command(base, base, "--thresholds " + rules.string()),
+                       {rules.string() + ":" + std::to_string(line) + ": ", message});
+  }
+  expect_input_error(command(base, base, "--thresholds /nonexistent/thresholds.txt"),
+                     {"/nonexistent/thresholds.txt", "cannot read"});
 }
 
 }  // namespace

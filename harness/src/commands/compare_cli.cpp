@@ -59,7 +59,8 @@ void add_shard_option(CLI::App& run, Selection& selection) {
 
 struct RegressionCommands::Parsed {
   CLI::App* compare = nullptr;
-  std::string base, fresh, markdown, mode = "time", ratio_to = "reference", metric = "wall";
+  std::string base, fresh, markdown, mode = "time", ratio_to = "reference", metric = "wall", shift = "run";
+  std::string thresholds_file;
   compare::Options options;
 
   CLI::App* merge = nullptr;
@@ -81,6 +82,8 @@ int RegressionCommands::Parsed::run_compare() {
   options.mode = mode == "ratio" ? compare::Mode::Ratio : compare::Mode::Time;
   options.metric = metric == "cpu" ? compare::Metric::Cpu : compare::Metric::Wall;
   options.ratio_to = ratio_to == "phase0" ? compare::RatioBase::Phase0 : compare::RatioBase::Reference;
+  options.shift = shift == "none" ? compare::Shift::None : compare::Shift::Run;
+  if (!thresholds_file.empty()) options.row_thresholds = compare::read_row_thresholds(thresholds_file);
   const results::RunData base_run = results::load_run(base), new_run = results::load_run(fresh);
   const compare::Comparison comparison = compare::compare_runs(base_run, new_run, options);
   std::cout << compare::terminal_report(comparison);
@@ -108,6 +111,15 @@ RegressionCommands::RegressionCommands(CLI::App& app) : parsed_(std::make_unique
       ->check(CLI::IsMember({"wall", "cpu"}));
   p.compare->add_option("--ratio-to", p.ratio_to, "ratio mode divides by: reference (default) or phase0")
       ->check(CLI::IsMember({"reference", "phase0"}));
+  p.compare
+      ->add_option("--shift", p.shift,
+                   "time mode judges each row against: run (default: the run-wide shift, the median "
+                   "change of all rows tested, so that drift of the machine between runs cancels) or "
+                   "none (each row's own times)")
+      ->check(CLI::IsMember({"run", "none"}));
+  p.compare->add_option("--thresholds", p.thresholds_file,
+                        "a file of per-row thresholds: lines 'ROW-GLOB PERCENT', the first match wins, "
+                        "--threshold for rows none matches (docs/regression-gate.md)");
   add_number_option(*p.compare, "--fastest", p.options.fastest_pct,
                         "compare only the fastest PCT% of each row's repetitions (default 100: all); on "
                         "a shared machine, 25 keeps the ones other work did not slow down", 1.0, 100.0);

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <tuple>
 
 #include "phasebench/errors.hpp"
 #include "phasebench/backend.hpp"
+#include "common/number_text.hpp"
 
 namespace pb::compare {
 using results::row_key;
@@ -90,18 +92,24 @@ void add_recorded_medians(RowComparison& rc, const Options& options) {
   if (!std::isnan(rc.base_value) && !std::isnan(rc.new_value)) rc.change = rc.new_value / rc.base_value - 1;
 }
 
-void test_change(RowComparison& rc, const std::vector<double>& base, const std::vector<double>& fresh) {
+// The rank tests and the change of NEW over BASE, NEW first divided by `shift_factor` (1 + the
+// run-wide shift): what is judged is how much more the row moved than the whole run did.
+void test_change(RowComparison& rc, const std::vector<double>& base, const std::vector<double>& fresh,
+                 double shift_factor) {
+  std::vector<double> shifted = fresh;
+  for (double& value : shifted) value /= shift_factor;
   rc.base_value = stats::median(base);
   rc.new_value = stats::median(fresh);
+  rc.raw_change = rc.new_value / rc.base_value - 1;
   rc.base_reps = static_cast<int>(base.size());
   rc.new_reps = static_cast<int>(fresh.size());
   // "Speedup of BASE over NEW" is NEW's median over BASE's: how much slower NEW is, with a
   // bootstrap interval that resamples both sets.
-  const stats::Ratio slowdown = stats::speedup(fresh, base);
+  const stats::Ratio slowdown = stats::speedup(shifted, base);
   rc.change = slowdown.value - 1;
   rc.change_ci = {slowdown.ci.low - 1, slowdown.ci.high - 1};
-  rc.p_slower = stats::mann_whitney_p_greater(base, fresh);
-  rc.p_faster = stats::mann_whitney_p_greater(fresh, base);
+  rc.p_slower = stats::mann_whitney_p_greater(base, shifted);
+  rc.p_faster = stats::mann_whitney_p_greater(shifted, base);
 }
 
 // Statuses first: a correctness change decides the verdict whatever the times say. Returns
@@ -123,34 +131,75 @@ bool classify_by_status(RowComparison& rc) {
   return false;
 }
 
-// Returns whether the row joins the family of rank tests.
-bool compare_row(RowComparison& rc, const RunData& base, const RunData& fresh, const Options& options) {
+// What a row's rank test compares: its measured values in BASE and in NEW.
+struct PendingTest {
+  size_t row = 0;
+  std::vector<double> base, fresh;
+};
+
+// Decides the row's verdict where its statuses or samples already do; otherwise returns the
+// values it is to be tested on (it joins the family of rank tests).
+std::optional<PendingTest> compare_row(RowComparison& rc, const RunData& base, const RunData& fresh,
+                                       const Options& options) {
   if (!classify_by_status(rc)) {
     add_recorded_medians(rc, options);
-    return false;
+    return std::nullopt;
   }
   if (!rc.base->disturbed.empty() || !rc.fresh->disturbed.empty()) {
     rc.verdict = Verdict::Disturbed;  // neither a regression nor an improvement: not a measurement
     add_recorded_medians(rc, options);
-    return false;
+    return std::nullopt;
   }
-  const Measurement before = measure(base, *rc.base, options), after = measure(fresh, *rc.fresh, options);
+  Measurement before = measure(base, *rc.base, options), after = measure(fresh, *rc.fresh, options);
   using State = Measurement::State;
   if (before.state == State::IsRatioBase || after.state == State::IsRatioBase) {
     rc.verdict = Verdict::RatioBase;
-    return false;
+    return std::nullopt;
   }
   if (before.state != State::Available || after.state != State::Available) {
     rc.verdict = Verdict::Untested;
     add_recorded_medians(rc, options);
-    return false;
+    return std::nullopt;
   }
-  test_change(rc, before.values, after.values);
-  return true;
+  return PendingTest{0, std::move(before.values), std::move(after.values)};
+}
+
+// The run-wide shift: the median over the rows tested of each row's change, with a bootstrap
+// interval over rows. Rows that really changed are a minority of a run, so the median follows
+// what moved every row: the machine between two runs, or a change to everything at once.
+RunShift run_shift(const std::vector<PendingTest>& tests, const Options& options) {
+  RunShift shift;
+  shift.rows = static_cast<int>(tests.size());
+  if (options.shift == Shift::None) {
+    shift.not_applied_why = "--shift none";
+    return shift;
+  }
+  if (options.mode == Mode::Ratio) {
+    shift.not_applied_why = "ratio mode divides each row by a row of its own run";
+    return shift;
+  }
+  if (shift.rows < kFewestRowsForShift) {
+    shift.not_applied_why = "too few rows tested (" + std::to_string(shift.rows) + ", fewer than " +
+                            std::to_string(kFewestRowsForShift) + ") to measure it";
+    return shift;
+  }
+  std::vector<double> ratios;
+  for (const PendingTest& test : tests) ratios.push_back(stats::median(test.fresh) / stats::median(test.base));
+  const stats::Summary summary = stats::summarize(ratios);
+  shift.applied = true;
+  shift.change = summary.median - 1;
+  shift.ci = {summary.median_ci.low - 1, summary.median_ci.high - 1};
+  shift.fails = shift.change > options.threshold_pct / 100 && shift.ci.low > 0;
+  return shift;
+}
+
+double threshold_of(const RowComparison& rc, const Options& options) {
+  const ThresholdRule* rule = options.row_thresholds.rule_for(rc.name);
+  return rule ? rule->threshold_pct : options.threshold_pct;
 }
 
 Verdict timing_verdict(const RowComparison& rc, const Options& options) {
-  const double threshold = options.threshold_pct / 100;
+  const double threshold = rc.threshold_pct / 100;
   const bool slower = rc.p_slower_holm <= options.alpha, faster = rc.p_faster_holm <= options.alpha;
   if (slower && rc.change > threshold) return Verdict::Regression;
   if (faster && rc.change < -threshold) return Verdict::Improved;
@@ -265,6 +314,33 @@ void warn_about_rows(Comparison& comparison) {
                                   "for it, so --metric cpu does not see the device's work slow down");
 }
 
+// A run-wide slowdown beyond the threshold fails by itself: rows judged against it would all pass.
+void warn_about_shift(Comparison& comparison) {
+  const RunShift& shift = comparison.shift;
+  if (!shift.applied || std::abs(shift.change) <= comparison.options.threshold_pct / 100) return;
+  const std::string moved = format_change_percent(shift.change) + " [" + format_change_percent(shift.ci.low) + ", " +
+                            format_change_percent(shift.ci.high) + "]";
+  comparison.warnings.push_back(
+      "the whole run moved by " + moved + " (the median change of " + std::to_string(shift.rows) +
+      " rows), more than the threshold: either the machine differs between the runs or a change "
+      "moved every row (compiler flags, a library)" +
+      (shift.fails ? "; this fails the comparison. Rows are judged against the shift; --shift none judges "
+                     "their own times, --mode ratio compares within each run"
+                   : ""));
+}
+
+// A rule that matches no row is most likely a typo in its pattern.
+void warn_about_unused_rules(Comparison& comparison) {
+  const RowThresholds& thresholds = comparison.options.row_thresholds;
+  for (const ThresholdRule& rule : thresholds.rules) {
+    const bool used = std::any_of(comparison.rows.begin(), comparison.rows.end(),
+                                  [&](const RowComparison& rc) { return thresholds.rule_for(rc.name) == &rule; });
+    if (!used)
+      comparison.warnings.push_back(thresholds.file + ":" + std::to_string(rule.line) + ": the pattern '" +
+                                    rule.pattern + "' is the first match of no row");
+  }
+}
+
 }  // namespace
 
 // ---- public --------------------------------------------------------------------------------------
@@ -300,7 +376,7 @@ int Comparison::count(Verdict verdict) const {
 }
 
 bool Comparison::failed() const {
-  return std::any_of(rows.begin(), rows.end(), [](const auto& rc) { return fails_gate(rc.verdict); });
+  return shift.fails || std::any_of(rows.begin(), rows.end(), [](const auto& rc) { return fails_gate(rc.verdict); });
 }
 
 namespace {
@@ -355,10 +431,25 @@ Comparison compare_runs(const RunData& base, const RunData& fresh, const Options
   comparison.base_fingerprint = base.fingerprint();
   comparison.new_fingerprint = fresh.fingerprint();
   comparison.rows = match_rows(base, fresh);
+  std::vector<PendingTest> tests;
+  for (size_t i = 0; i < comparison.rows.size(); ++i) {
+    RowComparison& rc = comparison.rows[i];
+    rc.threshold_pct = threshold_of(rc, options);
+    if (std::optional<PendingTest> test = compare_row(rc, base, fresh, options)) {
+      test->row = i;
+      tests.push_back(std::move(*test));
+    }
+  }
+  comparison.shift = run_shift(tests, options);
+  const double shift_factor = comparison.shift.applied ? 1 + comparison.shift.change : 1;
   std::vector<size_t> tested;
-  for (size_t i = 0; i < comparison.rows.size(); ++i)
-    if (compare_row(comparison.rows[i], base, fresh, options)) tested.push_back(i);
+  for (const PendingTest& test : tests) {
+    test_change(comparison.rows[test.row], test.base, test.fresh, shift_factor);
+    tested.push_back(test.row);
+  }
   apply_holm(comparison, tested);
+  warn_about_shift(comparison);
+  warn_about_unused_rules(comparison);
   warn_about_machines(comparison);
   warn_about_power(comparison);
   warn_about_rows(comparison);

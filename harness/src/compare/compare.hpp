@@ -4,8 +4,11 @@
 // Rows are matched by (suite, workload, size, backend, device, phase). A row is a regression only
 // when its slowdown is both statistically significant -- a one-sided Mann-Whitney U test on the
 // repetition samples, Holm-corrected over every row tested -- and larger than the threshold: the
-// test guards against noise, the threshold against differences too small to matter. A
-// correctness change (OK -> FAIL, MISTRUSTED or ERROR) always fails. Internal to the harness.
+// test guards against noise, the threshold against differences too small to matter. In time mode
+// a row is judged against what the whole run did: the median change of all rows tested (the
+// run-wide shift) is taken out first, so a machine that drifted between two runs does not make
+// every row a suspect; a shift beyond the threshold fails on its own. A correctness change
+// (OK -> FAIL, MISTRUSTED or ERROR) always fails. Internal to the harness.
 
 #include <map>
 #include <optional>
@@ -14,6 +17,7 @@
 
 #include "phasebench/results.hpp"
 #include "phasebench/stats.hpp"
+#include "compare/row_thresholds.hpp"
 #include "results/results_model.hpp"
 
 namespace pb::compare {
@@ -25,6 +29,13 @@ enum class Mode { Time, Ratio };
 enum class Metric { Wall, Cpu };
 /// What a row's time is divided by in ratio mode (each run's own rows, so machines cancel out).
 enum class RatioBase { Reference, Phase0 };
+/// What a row's change is measured against in time mode: the run-wide shift (the median change of
+/// the rows tested), or nothing (each row's own times). Ratio mode divides by a row of the same
+/// run instead, which cancels drift already.
+enum class Shift { Run, None };
+/// A run-wide shift is taken only over at least this many rows: the median of fewer follows the
+/// rows that really changed.
+constexpr int kFewestRowsForShift = 8;
 
 struct Options {
   double threshold_pct = 5;  // a slowdown must exceed this (percent of the base median) to fail
@@ -34,6 +45,8 @@ struct Options {
   RatioBase ratio_to = RatioBase::Reference;
   double fastest_pct = 100;  // compare only the fastest this many percent of each row's samples
   bool allow_incomplete = false;  // compare a run marked incomplete (with a note) instead of refusing it
+  Shift shift = Shift::Run;
+  RowThresholds row_thresholds;  // per-row thresholds (--thresholds FILE); rows it leaves out get threshold_pct
 };
 
 enum class Verdict {
@@ -69,7 +82,19 @@ struct RowComparison {
   double p_slower = kMissing, p_faster = kMissing;            // one-sided rank tests
   double p_slower_holm = kMissing, p_faster_holm = kMissing;  // Holm-adjusted over rows tested
   int base_reps = 0, new_reps = 0;
+  double threshold_pct = kMissing;  // the threshold this row is judged by
+  double raw_change = kMissing;     // new / base - 1 before the run-wide shift is taken out
   Verdict verdict = Verdict::Unchanged;
+};
+
+/// The median change of the rows tested, new over base, with a 95% bootstrap interval over rows.
+struct RunShift {
+  bool applied = false;  // rows' changes are measured against it
+  double change = kMissing;
+  stats::Interval ci;
+  int rows = 0;  // rows it is the median of
+  std::string not_applied_why;
+  bool fails = false;  // significantly slower, by more than the threshold
 };
 
 struct Comparison {
@@ -79,6 +104,7 @@ struct Comparison {
   std::vector<std::string> notes;  // what the reader should know that is no warning sign
   std::vector<RowComparison> rows;
   int tested = 0;  // rows in the Holm family
+  RunShift shift;
   int count(Verdict verdict) const;
   bool failed() const;
 };

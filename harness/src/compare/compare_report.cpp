@@ -43,15 +43,28 @@ std::string status_text(const RowComparison& rc) {
   return before == after ? before : before + " -> " + after;
 }
 
-std::vector<std::string> header(const Options& options) {
+// The threshold column appears only where a thresholds file gives rows their own.
+bool shows_thresholds(const Comparison& c) { return !c.options.row_thresholds.rules.empty(); }
+
+std::vector<std::string> header(const Comparison& c) {
+  const Options& options = c.options;
   const std::string unit = options.mode == Mode::Time ? (options.metric == Metric::Cpu ? " CPU ms" : " ms")
                                                       : " vs " + ratio_base_name(options);
-  return {"row", "status", "base" + unit, "new" + unit, "change [95% CI]", "p (Holm)", "verdict"};
+  std::vector<std::string> cells{
+      "row",     "status", "base" + unit, "new" + unit, c.shift.applied ? "change vs run [95% CI]" : "change [95% CI]",
+      "p (Holm)"};
+  if (shows_thresholds(c)) cells.push_back("threshold");
+  cells.push_back("verdict");
+  return cells;
 }
 
-std::vector<std::string> cells_of(const RowComparison& rc, const Options& options) {
-  return {rc.name, status_text(rc), value_text(rc.base_value, options), value_text(rc.new_value, options),
-          change_text(rc), p_text(rc), verdict_name(rc.verdict)};
+std::vector<std::string> cells_of(const RowComparison& rc, const Comparison& c) {
+  std::vector<std::string> cells{
+      rc.name,         status_text(rc), value_text(rc.base_value, c.options), value_text(rc.new_value, c.options),
+      change_text(rc), p_text(rc)};
+  if (shows_thresholds(c)) cells.push_back(format_significant(rc.threshold_pct, 6) + "%");
+  cells.push_back(verdict_name(rc.verdict));
+  return cells;
 }
 
 bool is_notable(Verdict verdict) {
@@ -66,6 +79,7 @@ std::string counts_text(const Comparison& c) {
   const auto add = [&](Verdict verdict, const std::string& noun, const std::string& rest = "") {
     if (const int n = c.count(verdict)) parts.push_back(plural(n, noun) + rest);
   };
+  if (c.shift.fails) parts.push_back("the whole run " + format_change_percent(c.shift.change) + " slower");
   add(Verdict::Regression, "regression");
   add(Verdict::Broken, "row", " broken (now failing its check)");
   add(Verdict::NewFailure, "new row", " failing its check");
@@ -84,9 +98,21 @@ std::string settings_text(const Comparison& c) {
   std::string mode = o.mode == Mode::Time ? "time" : "ratio (time relative to " + ratio_base_name(o) + ")";
   if (o.metric == Metric::Cpu) mode += ", CPU time of the process";
   if (o.fastest_pct < 100) mode += ", fastest " + format_significant(o.fastest_pct, 6) + "% of repetitions";
-  return "mode " + mode + ", threshold " + format_significant(o.threshold_pct, 6) + "%, alpha " +
+  const std::string thresholds =
+      o.row_thresholds.rules.empty() ? "" : " (rows of " + o.row_thresholds.file + " their own)";
+  return "mode " + mode + ", threshold " + format_significant(o.threshold_pct, 6) + "%" + thresholds + ", alpha " +
          format_significant(o.alpha, 6) + " (Holm over " + plural(c.tested, "tested row") + " of " +
          std::to_string(c.rows.size()) + ")";
+}
+
+// What each row's change is measured against.
+std::string shift_text(const Comparison& c) {
+  const RunShift& shift = c.shift;
+  if (!shift.applied)
+    return "run-wide shift: not taken (" + shift.not_applied_why + "): each row is judged on its own times";
+  return "run-wide shift: " + format_change_percent(shift.change) + " [" + format_change_percent(shift.ci.low) + ", " +
+         format_change_percent(shift.ci.high) + "], the median change of " + plural(shift.rows, "row") +
+         " tested; each row's change is measured against it (--shift none: against nothing)";
 }
 
 // Why each failing row fails, from NEW's reason column.
@@ -142,11 +168,14 @@ std::string method_text(const Comparison& c) {
                                 ? " over its fastest " + format_significant(c.options.fastest_pct, 6) + "% of repetitions"
                                 : "";
   return "A row regresses when its median " + std::string(c.options.metric == Metric::Cpu ? "CPU time" : "time") +
-         which +
-         std::string(c.options.mode == Mode::Ratio ? " relative to " + ratio_base_name(c.options) : "") +
-         " grows by more than " + format_significant(c.options.threshold_pct, 6) +
-         "% and a one-sided Mann-Whitney U test on the repetition samples, Holm-corrected over the rows "
-         "tested, gives p <= " + format_significant(c.options.alpha, 6) +
+         which + std::string(c.options.mode == Mode::Ratio ? " relative to " + ratio_base_name(c.options) : "") +
+         (c.shift.applied ? " beyond the run-wide shift" : "") + " grows by more than " +
+         format_significant(c.options.threshold_pct, 6) + "%" +
+         (c.options.row_thresholds.rules.empty() ? "" : " (or its own threshold)") +
+         " and a one-sided Mann-Whitney U test on the repetition samples, Holm-corrected over the rows "
+         "tested, gives p <= " +
+         format_significant(c.options.alpha, 6) +
+         (c.shift.applied ? ". A run-wide shift beyond the threshold fails on its own" : std::string()) +
          ". A row that was not failing and now fails its check (FAIL, MISTRUSTED, ERROR) always fails "
          "the gate. The change's interval is a 95% bootstrap interval of the ratio of medians.";
 }
@@ -154,10 +183,11 @@ std::string method_text(const Comparison& c) {
 }  // namespace
 
 std::string terminal_report(const Comparison& c) {
-  Cells cells{header(c.options)};
-  for (const RowComparison& rc : c.rows) cells.push_back(cells_of(rc, c.options));
+  Cells cells{header(c)};
+  for (const RowComparison& rc : c.rows) cells.push_back(cells_of(rc, c));
   std::ostringstream out;
-  out << "compare " << c.base_label << " (base) -> " << c.new_label << " (new): " << settings_text(c) << "\n\n"
+  out << "compare " << c.base_label << " (base) -> " << c.new_label << " (new): " << settings_text(c) << "\n"
+      << shift_text(c) << "\n\n"
       << aligned(cells);
   for (const std::string& reason : failure_reasons(c)) out << "  failing: " << reason << "\n";
   for (const std::string& warning : c.warnings) out << "warning: " << warning << "\n";
@@ -169,15 +199,16 @@ std::string terminal_report(const Comparison& c) {
 std::string markdown_report(const Comparison& c) {
   std::ostringstream out;
   out << "### phasebench compare: " << (c.failed() ? "FAILED" : "passed") << " (" << counts_text(c) << ")\n\n"
-      << "`" << c.new_label << "` against `" << c.base_label << "`: " << settings_text(c) << ".\n\n";
+      << "`" << c.new_label << "` against `" << c.base_label << "`: " << settings_text(c) << "; " << shift_text(c)
+      << ".\n\n";
   for (const std::string& warning : c.warnings) out << "> **Warning:** " << markdown_cell(warning) << "\n>\n";
   for (const std::string& note : c.notes) out << "> **Note:** " << markdown_cell(note) << "\n>\n";
   if (!c.warnings.empty() || !c.notes.empty()) out << "\n";
   for (const std::string& reason : failure_reasons(c)) out << "- **Failing:** " << markdown_cell(reason) << "\n";
   if (!failure_reasons(c).empty()) out << "\n";
-  Cells notable{header(c.options)}, all{header(c.options)};
+  Cells notable{header(c)}, all{header(c)};
   for (const RowComparison& rc : c.rows) {
-    all.push_back(cells_of(rc, c.options));
+    all.push_back(cells_of(rc, c));
     if (is_notable(rc.verdict)) notable.push_back(all.back());
   }
   if (notable.size() > 1) out << markdown_table(notable) << "\n";
