@@ -25,24 +25,6 @@ std::string value_text(double value, const Options& options) {
   return format_significant(1 / value, 3) + "x";
 }
 
-std::string change_text(const RowComparison& rc) {
-  if (std::isnan(rc.change)) return "-";
-  if (std::isnan(rc.change_ci.low)) return format_change_percent(rc.change);
-  return format_change_percent(rc.change) + " [" + format_change_percent(rc.change_ci.low) + ", " +
-         format_change_percent(rc.change_ci.high) + "]";
-}
-
-// The Holm-adjusted p-value of the direction the median moved.
-std::string p_text(const RowComparison& rc) {
-  const double p = rc.change >= 0 ? rc.p_slower_holm : rc.p_faster_holm;
-  return std::isnan(p) ? "-" : format_significant(p, 2);
-}
-
-std::string status_text(const RowComparison& rc) {
-  const std::string before = rc.base ? to_string(rc.base->status) : "-", after = rc.fresh ? to_string(rc.fresh->status) : "-";
-  return before == after ? before : before + " -> " + after;
-}
-
 std::vector<std::string> header(const Options& options) {
   const std::string unit = options.mode == Mode::Time ? (options.metric == Metric::Cpu ? " CPU ms" : " ms")
                                                       : " vs " + ratio_base_name(options);
@@ -50,8 +32,13 @@ std::vector<std::string> header(const Options& options) {
 }
 
 std::vector<std::string> cells_of(const RowComparison& rc, const Options& options) {
-  return {rc.name, status_text(rc), value_text(rc.base_value, options), value_text(rc.new_value, options),
-          change_text(rc), p_text(rc), verdict_name(rc.verdict)};
+  return {rc.name,
+          status_text(rc),
+          value_text(rc.base_value, options),
+          value_text(rc.new_value, options),
+          change_text(rc),
+          holm_p_text(rc),
+          verdict_name(rc.verdict)};
 }
 
 bool is_notable(Verdict verdict) {
@@ -152,6 +139,24 @@ std::string method_text(const Comparison& c) {
 }
 
 }  // namespace
+
+std::string change_text(const RowComparison& rc) {
+  if (std::isnan(rc.change)) return "-";
+  if (std::isnan(rc.change_ci.low)) return format_change_percent(rc.change);
+  return format_change_percent(rc.change) + " [" + format_change_percent(rc.change_ci.low) + ", " +
+         format_change_percent(rc.change_ci.high) + "]";
+}
+
+std::string holm_p_text(const RowComparison& rc) {
+  const double p = rc.change >= 0 ? rc.p_slower_holm : rc.p_faster_holm;
+  return std::isnan(p) ? "-" : format_significant(p, 2);
+}
+
+std::string status_text(const RowComparison& rc) {
+  const std::string before = rc.base ? to_string(rc.base->status) : "-",
+                    after = rc.fresh ? to_string(rc.fresh->status) : "-";
+  return before == after ? before : before + " -> " + after;
+}
 
 std::string terminal_report(const Comparison& c) {
   Cells cells{header(c.options)};

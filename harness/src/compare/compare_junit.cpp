@@ -1,0 +1,81 @@
+// `compare --junit` (compare.hpp): each matched row as a JUnit case. A row that fails the gate
+// fails with what failed it; a row whose time the gate does not judge is skipped with why, so
+// that a CI system's count of passed cases is the rows that were compared and passed.
+
+#include <cmath>
+
+#include "common/number_text.hpp"
+#include "compare/compare.hpp"
+
+namespace pb::compare {
+namespace {
+
+// "+12.3% slower [+9.1%, +15.0%], Holm p 0.002, threshold 5%": the numbers that made it a
+// regression.
+std::string regression_message(const RowComparison& rc, const Options& options) {
+  return format_change_percent(rc.change) + " slower" +
+         (std::isnan(rc.change_ci.low) ? ""
+                                       : " [" + format_change_percent(rc.change_ci.low) + ", " +
+                                             format_change_percent(rc.change_ci.high) + "]") +
+         ", Holm p " + format_significant(rc.p_slower_holm, 2) + ", threshold " +
+         format_significant(options.threshold_pct, 6) + "%";
+}
+
+// "OK -> FAIL: output s: rel_l2_err 0.5 > tolerance 1e-05": the statuses and NEW's reason.
+std::string failure_message(const RowComparison& rc) {
+  const std::string reason = rc.fresh && !rc.fresh->reason.empty() ? ": " + rc.fresh->reason : "";
+  if (rc.verdict == Verdict::NewFailure) return "a new row, " + status_text(rc) + reason;
+  return status_text(rc) + reason;
+}
+
+// Why the gate does not judge the row's time; empty for a row it judges.
+std::string skip_reason(const RowComparison& rc) {
+  switch (rc.verdict) {
+    case Verdict::NotTimed:
+      return "not timed: " + status_text(rc) + (rc.fresh && !rc.fresh->reason.empty() ? ": " + rc.fresh->reason : "");
+    case Verdict::Disturbed:
+      return "disturbed: other work on the machine slowed its repetitions; not judged";
+    case Verdict::Untested:
+      return "untested: no repetition samples to compare";
+    case Verdict::Missing:
+      return "missing: only in the base run";
+    case Verdict::New:
+      return "new: only in the new run, nothing to compare with";
+    case Verdict::RatioBase:
+      return "ratio base: the row the others' times are divided by";
+    case Verdict::StillFailing:
+      return "still failing: " + failure_message(rc) + " (failing in the base too)";
+    default:
+      return "";
+  }
+}
+
+junit::TestCase row_case(const RowComparison& rc, const Options& options) {
+  const junit::RowParts parts = junit::row_parts(rc.name);
+  junit::TestCase c{parts.classname, parts.name};
+  c.type = verdict_name(rc.verdict);
+  if (rc.verdict == Verdict::Regression) {
+    c.outcome = junit::Outcome::Failed;
+    c.message = regression_message(rc, options);
+  } else if (fails_gate(rc.verdict)) {
+    c.outcome = junit::Outcome::Failed;
+    c.message = failure_message(rc);
+  } else if (const std::string why = skip_reason(rc); !why.empty()) {
+    c.outcome = junit::Outcome::Skipped;
+    c.message = why;
+  } else {
+    c.output = c.type + ": " + change_text(rc) + ", Holm p " + holm_p_text(rc);
+  }
+  return c;
+}
+
+}  // namespace
+
+junit::Report junit_report(const Comparison& comparison) {
+  junit::Report report("phasebench compare " + comparison.base_label + " -> " + comparison.new_label);
+  for (const RowComparison& rc : comparison.rows)
+    report.add(junit::row_parts(rc.name).suite, row_case(rc, comparison.options));
+  return report;
+}
+
+}  // namespace pb::compare
