@@ -7,7 +7,8 @@ skip).
                                             error and tolerance, a crash is an error, the known bug
                                             CAUGHT passes, CUDA rows without a GPU are skipped
   junit_report_test.py --check FILE         the structure only; prints each case as
-                                            "<outcome>\\t<classname>\\t<name>\\t<message>" (the
+                                            "<outcome>\\t<classname>\\t<name>\\t<message>" in UTF-8,
+                                            tabs and line breaks inside a field as \\t and \\n (the
                                             GoogleTest tests of compare's report read these)
 """
 import os
@@ -116,8 +117,9 @@ def verify_end_to_end(phasebench, workdir):
 def main(arguments):
     try:
         if len(arguments) == 2 and arguments[0] == "--check":
+            sys.stdout.reconfigure(encoding="utf-8")
             for case in check(arguments[1]):
-                print("\t".join(case))
+                print("\t".join(field.replace("\t", "\\t").replace("\n", "\\n") for field in case))
         elif len(arguments) == 2:
             verify_end_to_end(*arguments)
             print("junit_report_test: passed")
