@@ -21,10 +21,12 @@
 #   PHASEBENCH_SKIP_INSTALL=1     do not run ci/install-deps.sh;  PHASEBENCH_SKIP_BUILD=1: do not build
 #   PHASEBENCH_GATE_RUN_ARGS      `run` options of the suite (a baseline must be recorded with the same)
 #   PHASEBENCH_GATE_PROCESSES     how many processes run the suite (default 3)
-#   PHASEBENCH_GATE_COMPARE_ARGS  `compare` options (default "--fastest 25 --threshold 10 --metric cpu")
+#   PHASEBENCH_GATE_COMPARE_ARGS  `compare` options (default "--fastest 25 --threshold 10 --metric cpu --shift none")
 #   PHASEBENCH_GATE_MODE          time (default, this machine's baseline) or ratio (always ratio)
 #   PHASEBENCH_GATE_OUT           directory to create for the runs (default results/runs/gate-<UTC time>)
 #   PHASEBENCH_GATE_SUMMARY       Markdown summary to write (default <that directory>/summary.md)
+#   PHASEBENCH_GATE_JUNIT         also write compare's verdicts as a JUnit XML report to this file (for
+#                                 GitLab's or Jenkins' test reports: a failing case per regression)
 #   PHASEBENCH_BASELINE           a baseline directory to use instead of the automatic choice
 #   PHASEBENCH_BASELINES_DIR      where baselines live (default results/baselines)
 #   PHASEBENCH_GATE_HISTORY       a results history (SQLite file or postgresql:// URL, docs/history.md):
@@ -50,7 +52,7 @@ cd "$(dirname "$0")/.."
 
 run_args=${PHASEBENCH_GATE_RUN_ARGS:---quick --size small --reps 30 --threads 1}
 processes=${PHASEBENCH_GATE_PROCESSES:-3}
-compare_args=${PHASEBENCH_GATE_COMPARE_ARGS:---fastest 25 --threshold 10 --metric cpu}
+compare_args=${PHASEBENCH_GATE_COMPARE_ARGS:---fastest 25 --threshold 10 --metric cpu --shift none}
 gate_mode=${PHASEBENCH_GATE_MODE:-time}
 baselines=${PHASEBENCH_BASELINES_DIR:-results/baselines}
 build_dir=${PHASEBENCH_BUILD_DIR:-build}
@@ -62,6 +64,7 @@ base_build=${PHASEBENCH_GATE_BASE_BUILD:-}
 pb=$build_dir/phasebench
 given_run=${PHASEBENCH_GATE_RUN:-}
 allow_incomplete=${PHASEBENCH_GATE_ALLOW_INCOMPLETE:+--allow-incomplete}
+junit=${PHASEBENCH_GATE_JUNIT:-}
 
 # One process of the suite into $1/process-$2 (with the phasebench $3, default this build's).
 # Exit 1 (a check failed) still gives a run for compare to report; anything else is fatal.
@@ -250,10 +253,15 @@ if [[ " $compare_args " == *" --metric cpu "* ]] && ! has_cpu_times "$base_sampl
 fi
 
 mkdir -p "$(dirname "$summary")"
+junit_args=()
+if [ -n "$junit" ]; then
+  mkdir -p "$(dirname "$junit")"
+  junit_args=(--junit "$junit")
+fi
 compare_status=0
 # shellcheck disable=SC2086  # compare_args is a list of options
-"$pb" compare "$compared_base" "$compared_new" --mode "$mode" $compare_args $allow_incomplete --markdown "$summary" ||
-  compare_status=$?
+"$pb" compare "$compared_base" "$compared_new" --mode "$mode" $compare_args $allow_incomplete --markdown "$summary" \
+  "${junit_args[@]}" || compare_status=$?
 if [ -n "$fallback" ] && [ -f "$summary" ]; then printf '\n%s\n' "$fallback" >> "$summary"; fi
 if [ -n "${history_note:-}" ] && [ -f "$summary" ]; then printf '\n**Base:** %s\n' "$history_note" >> "$summary"; fi
 if [ -n "$busy" ]; then
@@ -261,5 +269,5 @@ if [ -n "$busy" ]; then
   if [ -f "$summary" ]; then printf '\n%s\n' "$busy" >> "$summary"; fi
 fi
 if [ -n "${GITHUB_STEP_SUMMARY:-}" ] && [ -f "$summary" ]; then cat "$summary" >> "$GITHUB_STEP_SUMMARY"; fi
-echo "gate: runs in $out, summary in $summary"
+echo "gate: runs in $out, summary in $summary${junit:+, JUnit report in $junit}"
 exit "$compare_status"

@@ -541,10 +541,16 @@ TEST(CompareShift, AWholeRunSlowerThanTheThresholdFails) {
   EXPECT_TRUE(c.failed());
   ASSERT_FALSE(c.warnings.empty());
   EXPECT_NE(c.warnings.front().find("the whole run moved by +15"), std::string::npos) << c.warnings.front();
-  const auto result =
-      run_phasebench(command(write_run("base", wide_run()), write_run("new", drifted(wide_run(), 1.15))));
+  const fs::path junit = testing::fresh_temp_path("junit.xml");
+  const auto result = run_phasebench(
+      command(write_run("base", wide_run()), write_run("new", drifted(wide_run(), 1.15)), "--junit " + junit.string()));
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_NE(result.output.find("FAILED: the whole run +15"), std::string::npos) << result.output;
+  // A CI system's test report shows the failure too, though no row failed.
+  std::ifstream junit_file(junit);
+  const std::string xml((std::istreambuf_iterator<char>(junit_file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(xml.find("name=\"run-wide shift\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<failure message=\"the whole run is slower: +15"), std::string::npos) << xml;
   const auto faster = compare_crafted(wide_run(), drifted(wide_run(), 0.85));  // a faster machine fails nothing
   EXPECT_FALSE(faster.failed());
   EXPECT_FALSE(faster.warnings.empty());

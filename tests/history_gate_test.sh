@@ -76,9 +76,14 @@ grep -q "phasebench compare: passed" "$scratch/unchanged.md"
 grep -q "mode time" "$scratch/unchanged.md"
 
 copy_run 20261125T110100Z-slower 1.5
-gate slower 20261125T110100Z-slower
+gate slower 20261125T110100Z-slower PHASEBENCH_GATE_JUNIT="$scratch/junit/slower.xml"
 test "$status" -eq 1 || { cat "$scratch/slower.out"; exit 1; }
 grep -q "trainer2/lior_step/small/kokkos/cpu/3_fused_lior_spd .* +50.0%.* REGRESSION" "$scratch/slower.out"
+# PHASEBENCH_GATE_JUNIT: the same verdict as a JUnit case that fails with its numbers, in a folder
+# the gate makes.
+python3 "$repo/tests/junit_report_test.py" --check "$scratch/junit/slower.xml" > "$scratch/slower.cases"
+grep -qP "^failure\ttrainer2/lior_step\tsmall/kokkos/cpu/3_fused_lior_spd\t\+50\.0% slower \[.*\], Holm p .*, threshold 10%$" \
+  "$scratch/slower.cases" || { cat "$scratch/slower.cases"; exit 1; }
 grep -qF "**Base:** history window: $used" "$scratch/slower.md"
 
 copy_run 20261125T110200Z-wrong

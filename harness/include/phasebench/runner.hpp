@@ -93,6 +93,7 @@ struct VerifyLine {
   uint64_t seed = 0;
   Status status = Status::Ok;
   std::string detail;
+  double seconds = 0;  // how long the check took (0 for one whose worker died in it)
   /// "<row name> seed <seed>": one check of `verify`, as its worker's journal names it.
   std::string check_name() const;
 };

@@ -124,6 +124,8 @@ int run_cli(int argc, char** argv, CliMode mode) {
   add_number_option(*verify, "--threads", verify_options.threads, "CPU threads (default: all cores)", 1, 4096);
   add_number_option(*verify, "--hang-timeout", verify_command.hang_timeout_s,
                      "seconds one check may take before it is ended and reported ERROR \"timed out\" (default 300)", 0.1, 1e7);
+  verify->add_option("--junit", verify_command.junit,
+                     "also write the checks as a JUnit XML report here (for GitLab's or Jenkins' test reports)");
   verify->add_option("--worker-dir", verify_command.worker_dir)->group("");  // internal
 
   commands::DumpCommand dump_command;

@@ -12,6 +12,7 @@
 #include "compare/baseline.hpp"
 #include "commands/cli_numbers.hpp"
 #include "compare/compare.hpp"
+#include "results/junit.hpp"
 #include "results/merge.hpp"
 #include "phasebench/errors.hpp"
 #include "phasebench/files.hpp"
@@ -59,7 +60,7 @@ void add_shard_option(CLI::App& run, Selection& selection) {
 
 struct RegressionCommands::Parsed {
   CLI::App* compare = nullptr;
-  std::string base, fresh, markdown, mode = "time", ratio_to = "reference", metric = "wall", shift = "run";
+  std::string base, fresh, markdown, junit, mode = "time", ratio_to = "reference", metric = "wall", shift = "run";
   std::string thresholds_file;
   compare::Options options;
 
@@ -79,6 +80,7 @@ int RegressionCommands::Parsed::run_compare() {
   const std::filesystem::path folder = std::filesystem::path(markdown).parent_path();
   if (!folder.empty() && !std::filesystem::is_directory(folder))
     throw InputError("--markdown " + markdown + ": the folder " + folder.string() + " does not exist");
+  if (!junit.empty()) junit::check_writable(junit, "--junit");
   options.mode = mode == "ratio" ? compare::Mode::Ratio : compare::Mode::Time;
   options.metric = metric == "cpu" ? compare::Metric::Cpu : compare::Metric::Wall;
   options.ratio_to = ratio_to == "phase0" ? compare::RatioBase::Phase0 : compare::RatioBase::Reference;
@@ -91,6 +93,7 @@ int RegressionCommands::Parsed::run_compare() {
     write_file_atomically(markdown, compare::markdown_report(comparison));
     std::cout << "summary: " << markdown << "\n";
   }
+  if (!junit.empty()) junit::write(compare::junit_report(comparison), junit, "--junit");
   return comparison.failed() ? 1 : 0;
 }
 
@@ -124,6 +127,8 @@ RegressionCommands::RegressionCommands(CLI::App& app) : parsed_(std::make_unique
                         "compare only the fastest PCT% of each row's repetitions (default 100: all); on "
                         "a shared machine, 25 keeps the ones other work did not slow down", 1.0, 100.0);
   p.compare->add_option("--markdown", p.markdown, "also write a Markdown summary (a pull-request comment) here");
+  p.compare->add_option("--junit", p.junit,
+                        "also write a JUnit XML report here (a case per row, for GitLab's or Jenkins' test reports)");
   add_allow_incomplete_flag(*p.compare, p.options.allow_incomplete, "compare it anyway, with a note");
 
   p.merge = app.add_subcommand("merge", "join the shards of a run (`run --shard i/n`), or pool repeated runs "

@@ -20,8 +20,10 @@
 #include <sstream>
 #include <vector>
 
+#include "common/number_text.hpp"
 #include "engine/fault_injection.hpp"
 #include "phasebench/errors.hpp"
+#include "results/junit.hpp"
 #include "engine/worker_environment.hpp"
 #include "engine/worker_process.hpp"
 
@@ -40,19 +42,20 @@ std::string one_line(std::string text) {
   return text;
 }
 
-// "<row>\t<seed>\t<status>\t<detail>"
+// "<row>\t<seed>\t<status>\t<seconds>\t<detail>"
 std::string record_of(const VerifyLine& line) {
   return one_line(line.row_name) + '\t' + std::to_string(line.seed) + '\t' + to_string(line.status) + '\t' +
-         one_line(line.detail) + '\n';
+         format_csv_number(line.seconds) + '\t' + one_line(line.detail) + '\n';
 }
 
 std::optional<VerifyLine> parse_record(const std::string& record) {
   std::vector<std::string> fields;
   std::istringstream in(record);
-  for (std::string field; fields.size() < 4 && std::getline(in, field, '\t');) fields.push_back(field);
-  const std::optional<Status> status = fields.size() == 4 ? parse_status(fields[2]) : std::nullopt;
+  for (std::string field; fields.size() < 5 && std::getline(in, field, '\t');) fields.push_back(field);
+  const std::optional<Status> status = fields.size() == 5 ? parse_status(fields[2]) : std::nullopt;
   if (!status) return std::nullopt;  // a line a dying worker left unfinished
-  return VerifyLine{fields[0], std::strtoull(fields[1].c_str(), nullptr, 10), *status, fields[3]};
+  return VerifyLine{fields[0], std::strtoull(fields[1].c_str(), nullptr, 10), *status, fields[4],
+                    std::strtod(fields[3].c_str(), nullptr)};
 }
 
 std::vector<VerifyLine> read_results(const fs::path& path) {
@@ -88,6 +91,38 @@ int print_summary(const std::vector<VerifyLine>& lines) {
   return failed ? 1 : 0;
 }
 
+// ---- JUnit --------------------------------------------------------------------------------------
+
+// A check as a JUnit case: FAIL and MISTRUSTED fail with the measured error against the tolerance
+// (the line's detail), ERROR (a throw, a crash, a time-out) is an error, SKIPPED and UNSUPPORTED are
+// skipped with their reason; OK and CAUGHT pass, their detail kept as the case's output.
+junit::TestCase junit_case(const VerifyLine& line) {
+  const junit::RowParts parts = junit::row_parts(line.row_name);
+  junit::TestCase c{parts.classname, parts.name + " seed " + std::to_string(line.seed), line.seconds};
+  c.type = to_string(line.status);
+  if (line.status == Status::Error)
+    c.outcome = junit::Outcome::Error;
+  else if (is_failure(line.status))
+    c.outcome = junit::Outcome::Failed;
+  else if (line.status == Status::Skipped || line.status == Status::Unsupported)
+    c.outcome = junit::Outcome::Skipped;
+  if (c.outcome == junit::Outcome::Passed)
+    c.output = c.type + (line.detail.empty() ? "" : ": " + line.detail);
+  else
+    c.message = c.outcome == junit::Outcome::Skipped ? c.type + ": " + line.detail : line.detail;
+  return c;
+}
+
+// The summary on the terminal and, when asked for, the JUnit report; the exit code of the checks.
+int sum_up(const std::vector<VerifyLine>& lines, const std::string& junit_path) {
+  const int code = print_summary(lines);
+  if (junit_path.empty()) return code;
+  junit::Report report("phasebench verify");
+  for (const VerifyLine& line : lines) report.add(junit::row_parts(line.row_name).suite, junit_case(line));
+  junit::write(report, junit_path, "--junit");
+  return code;
+}
+
 std::string seconds_text(double seconds) {
   std::ostringstream text;
   text << seconds;
@@ -96,10 +131,10 @@ std::string seconds_text(double seconds) {
 
 // ---- in this process: the worker, or everything with PHASEBENCH_NO_ISOLATION ---------------------
 
-int verify_in_process(VerifyOptions options) {
-  options.starting = [](const VerifyLine& check) { detail::inject_faults(check.row_name); };
-  options.finished = print_line;
-  return print_summary(execute_verify(options));
+int verify_in_process(VerifyCommand command) {
+  command.options.starting = [](const VerifyLine& check) { detail::inject_faults(check.row_name); };
+  command.options.finished = print_line;
+  return sum_up(execute_verify(command.options), command.junit);
 }
 
 // Checks what earlier workers have not, journaling each check before it begins. The supervisor
@@ -139,7 +174,7 @@ bool is_finished(const std::string& check, const fs::path& results) {
 
 class Supervisor {
  public:
-  Supervisor(int argc, char** argv) : arguments_(argv, argv + argc) {
+  Supervisor(int argc, char** argv, std::string junit) : arguments_(argv, argv + argc), junit_(std::move(junit)) {
     arguments_.insert(arguments_.end(), {"--worker-dir", scratch_.path().string()});
   }
 
@@ -154,7 +189,7 @@ class Supervisor {
       if (exit.kind == detail::WorkerExit::Kind::Stopped) return stopped(exit.code);
       if (exit.kind == detail::WorkerExit::Kind::Exited) return finished(exit.code);
       if (!record_ending(exit)) {
-        print_summary(read_results(results()));
+        sum_up(read_results(results()), junit_);
         return 1;
       }
     }
@@ -185,20 +220,21 @@ class Supervisor {
   // A worker that exits has made every check, or failed on its own (its message is on stderr):
   // bad input (2) or a bug (3), never a variant's doing.
   int finished(int worker_code) {
-    if (worker_code == 0) return print_summary(read_results(results()));
+    if (worker_code == 0) return sum_up(read_results(results()), junit_);
     std::cerr << "phasebench: the verify worker exited with code " << worker_code << " before every check was made\n";
     return worker_code;
   }
 
   int stopped(int signal) {
     std::cerr << "phasebench: verify stopped by " << detail::signal_name(signal) << "; the checks made so far:\n";
-    print_summary(read_results(results()));
+    sum_up(read_results(results()), junit_);
     return 128 + signal;
   }
 
   const detail::StopSignals stop_;  // first: a stop from here on still removes the scratch directory
   const detail::ScratchDirectory scratch_{"phasebench-verify"};
   std::vector<std::string> arguments_;
+  std::string junit_;
 };
 
 // "geometry/christoffel random-3: B=5 N=37", one line per selected workload and random size, so
@@ -222,9 +258,10 @@ int verify(VerifyCommand command, int argc, char** argv) {
   const std::vector<SizeClass> sizes = command.options.sizes.empty() ? all_sizes() : command.options.sizes;
   for (SizeClass size : sizes) plan_cases(command.options.selection, size);  // bad selections fail here, exit 2
   if (!command.worker_dir.empty()) return run_worker(std::move(command));
+  if (!command.junit.empty()) junit::check_writable(command.junit, "--junit");
   print_random_shapes(command.options.selection, sizes);
-  if (std::getenv("PHASEBENCH_NO_ISOLATION")) return verify_in_process(std::move(command.options));
-  return Supervisor(argc, argv).run();
+  if (std::getenv("PHASEBENCH_NO_ISOLATION")) return verify_in_process(std::move(command));
+  return Supervisor(argc, argv, command.junit).run();
 }
 
 }  // namespace pb::commands

@@ -18,6 +18,7 @@
 #include "phasebench/results.hpp"
 #include "phasebench/stats.hpp"
 #include "compare/row_thresholds.hpp"
+#include "results/junit.hpp"
 #include "results/results_model.hpp"
 
 namespace pb::compare {
@@ -114,5 +115,13 @@ Comparison compare_runs(const results::RunData& base, const results::RunData& fr
 /// An aligned table for the terminal and a Markdown summary for a pull-request comment.
 std::string terminal_report(const Comparison& comparison);
 std::string markdown_report(const Comparison& comparison);
+/// A row's cells in those reports: "+12.3% [+9.1%, +15.0%]" ("-" when not compared), the
+/// Holm-adjusted p-value of the direction the median moved, "OK" or "OK -> FAIL".
+std::string change_text(const RowComparison& row);
+std::string holm_p_text(const RowComparison& row);
+std::string status_text(const RowComparison& row);
+/// The JUnit report of `compare --junit` (junit.hpp): a case per row; the rows that fail the gate
+/// fail, the rows whose time is not judged are skipped.
+junit::Report junit_report(const Comparison& comparison);
 
 }  // namespace pb::compare

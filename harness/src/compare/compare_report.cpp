@@ -25,24 +25,6 @@ std::string value_text(double value, const Options& options) {
   return format_significant(1 / value, 3) + "x";
 }
 
-std::string change_text(const RowComparison& rc) {
-  if (std::isnan(rc.change)) return "-";
-  if (std::isnan(rc.change_ci.low)) return format_change_percent(rc.change);
-  return format_change_percent(rc.change) + " [" + format_change_percent(rc.change_ci.low) + ", " +
-         format_change_percent(rc.change_ci.high) + "]";
-}
-
-// The Holm-adjusted p-value of the direction the median moved.
-std::string p_text(const RowComparison& rc) {
-  const double p = rc.change >= 0 ? rc.p_slower_holm : rc.p_faster_holm;
-  return std::isnan(p) ? "-" : format_significant(p, 2);
-}
-
-std::string status_text(const RowComparison& rc) {
-  const std::string before = rc.base ? to_string(rc.base->status) : "-", after = rc.fresh ? to_string(rc.fresh->status) : "-";
-  return before == after ? before : before + " -> " + after;
-}
-
 // The threshold column appears only where a thresholds file gives rows their own.
 bool shows_thresholds(const Comparison& c) { return !c.options.row_thresholds.rules.empty(); }
 
@@ -61,7 +43,7 @@ std::vector<std::string> header(const Comparison& c) {
 std::vector<std::string> cells_of(const RowComparison& rc, const Comparison& c) {
   std::vector<std::string> cells{
       rc.name,         status_text(rc), value_text(rc.base_value, c.options), value_text(rc.new_value, c.options),
-      change_text(rc), p_text(rc)};
+      change_text(rc), holm_p_text(rc)};
   if (shows_thresholds(c)) cells.push_back(format_significant(rc.threshold_pct, 6) + "%");
   cells.push_back(verdict_name(rc.verdict));
   return cells;
@@ -181,6 +163,24 @@ std::string method_text(const Comparison& c) {
 }
 
 }  // namespace
+
+std::string change_text(const RowComparison& rc) {
+  if (std::isnan(rc.change)) return "-";
+  if (std::isnan(rc.change_ci.low)) return format_change_percent(rc.change);
+  return format_change_percent(rc.change) + " [" + format_change_percent(rc.change_ci.low) + ", " +
+         format_change_percent(rc.change_ci.high) + "]";
+}
+
+std::string holm_p_text(const RowComparison& rc) {
+  const double p = rc.change >= 0 ? rc.p_slower_holm : rc.p_faster_holm;
+  return std::isnan(p) ? "-" : format_significant(p, 2);
+}
+
+std::string status_text(const RowComparison& rc) {
+  const std::string before = rc.base ? to_string(rc.base->status) : "-",
+                    after = rc.fresh ? to_string(rc.fresh->status) : "-";
+  return before == after ? before : before + " -> " + after;
+}
 
 std::string terminal_report(const Comparison& c) {
   Cells cells{header(c)};

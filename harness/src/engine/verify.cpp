@@ -1,6 +1,7 @@
 // `verify`: correctness only, on several fresh seeds and every size that fits in memory, each case
 // checked on three runs from one setup.
 
+#include <chrono>
 #include <sstream>
 
 #include "common/number_text.hpp"
@@ -70,7 +71,9 @@ std::vector<VerifyLine> execute_verify(const VerifyOptions& options) {
         const VerifyLine check{c.row_name(), seed, Status::Ok, ""};
         if (options.done.count(check.check_name())) continue;
         if (options.starting) options.starting(check);
+        const auto start = std::chrono::steady_clock::now();
         lines.push_back(verify_case(c, seed, problems, options.threads));
+        lines.back().seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (options.finished) options.finished(lines.back());
       }
     }
