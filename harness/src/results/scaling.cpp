@@ -22,7 +22,7 @@ using Rows = std::vector<const ResultRow*>;
 
 // A row whose time the answers take: OK with a median, and not disturbed by other work on the
 // machine (such a time says what the machine did, as compare and the history treat it).
-bool is_timed(const ResultRow& row) {
+bool is_timed_undisturbed(const ResultRow& row) {
   return row.status == Status::Ok && row.median_ms > 0 && std::isfinite(row.median_ms) && row.disturbed.empty();
 }
 
@@ -39,7 +39,7 @@ struct IdentityLess {
 WorkUnit unit_of(const Rows& workload_rows, const catalog::Catalog* catalog) {
   bool flops = true, bytes = true;
   for (const ResultRow* row : workload_rows) {
-    if (!is_timed(*row)) continue;
+    if (!is_timed_undisturbed(*row)) continue;
     const WorkEstimate work = declared_work(*row, catalog);
     flops = flops && work.flops > 0;
     bytes = bytes && work.bytes > 0;
@@ -77,7 +77,7 @@ std::map<RowIdentity, Rows, IdentityLess> rows_by_identity(const std::vector<Res
 // A point the fit takes: timed, with a known n, and not held to a latency floor (there the time
 // stops following the work).
 bool fit_takes(const ResultRow& row, double work) {
-  return is_timed(row) && has_work(work) && !roofline::is_latency_floor_bound(row.bound);
+  return is_timed_undisturbed(row) && has_work(work) && !roofline::is_latency_floor_bound(row.bound);
 }
 
 GrowthFit fit_identity(const RowIdentity& identity, const Rows& rows, WorkUnit unit, const catalog::Catalog* catalog) {
@@ -187,7 +187,7 @@ std::vector<RatioPoint> ratio_points(const Rows& rung, const Rows& previous, Wor
   for (const ResultRow* row : rung)
     for (const ResultRow* before : previous) {
       const double work = work_of(*row, unit, catalog);
-      if (before->size == row->size && is_timed(*row) && is_timed(*before) && has_work(work))
+      if (before->size == row->size && is_timed_undisturbed(*row) && is_timed_undisturbed(*before) && has_work(work))
         points.push_back(ratio_point(work, *row, *before));
     }
   std::stable_sort(points.begin(), points.end(),
@@ -273,7 +273,7 @@ std::vector<ThreadScaling> thread_scaling(const std::vector<ResultRow>& rows, co
   const std::map<std::string, WorkUnit> units = units_by_workload(rows, catalog);
   std::map<std::tuple<std::string, std::string, std::string, std::string, std::string, int>, Rows> points;
   for (const ResultRow& row : rows)
-    if (is_timed(row) && row.threads > 0)
+    if (is_timed_undisturbed(row) && row.threads > 0)
       points[{row.suite, row.workload, row.size, row.backend, row.device, row.phase_index}].push_back(&row);
   std::vector<ThreadScaling> scaling;
   for (auto& [key, group] : points) {
