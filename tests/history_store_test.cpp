@@ -9,48 +9,19 @@
 #include <set>
 #include <sstream>
 
-#include "crafted_runs.hpp"
 #include "history/history_store.hpp"
 #include "history/history_trend.hpp"
+#include "history_databases.hpp"
 #include "phasebench/stats.hpp"
 #include "results/results_model.hpp"
-#include "throwaway_postgres.hpp"
 
 namespace pb::testing {
 namespace {
 
 using history::HistoryStore;
 
-CraftedRun crafted_run(const std::string& run_id, double slowdown = 1.0) {
-  CraftedRun run;
-  run.run_id = run_id;
-  run.rows = ladder_rows();
-  for (CraftedRow& row : run.rows) row.median_ms *= slowdown;
-  run.extra_machine = {{"git_commit", "c0ffee" + run_id.substr(9, 6)}, {"hostname", "crafted"}};
-  run.catalog = crafted_catalog();
-  return run;
-}
-
-std::string run_id_at(int minute) {
-  char id[40];
-  std::snprintf(id, sizeof id, "20261125T10%02d00Z-crafted", minute);
-  return id;
-}
-
 // Each test gets an empty database of the kind its parameter names.
-class HistoryStoreTest : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    if (GetParam() == "sqlite") {
-      url_ = (fresh_temp_path("history") += ".sqlite").string();
-      return;
-    }
-    ThrowawayPostgres& server = ThrowawayPostgres::shared();
-    if (!server.unavailable().empty()) GTEST_SKIP() << server.unavailable();
-    url_ = server.fresh_database_url();
-  }
-  std::string url_;
-};
+class HistoryStoreTest : public HistoryDatabaseTest {};
 
 TEST_P(HistoryStoreTest, StoresARunAndAddingItAgainChangesNothing) {
   HistoryStore store = HistoryStore::open(url_);

@@ -7,9 +7,11 @@
 #include <ctime>
 #include <fstream>
 #include <iomanip>
+#include <iostream>
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "common/number_text.hpp"
 #include "phasebench/errors.hpp"
@@ -230,8 +232,26 @@ double cpu_median_ms(const results::RunData& data, const ResultRow& row) {
   return recorded.empty() ? NAN : stats::median(recorded);
 }
 
+// Test-only: PHASEBENCH_HISTORY_PAUSE_AFTER_ROWS=N stops an add for a minute once it has inserted N
+// rows of a run's results, inside its transaction, and says so on stderr, so that a test can kill
+// the writer there (a killed add must leave the history as it was).
+void pause_if_asked(size_t rows_inserted) {
+  const char* setting = std::getenv("PHASEBENCH_HISTORY_PAUSE_AFTER_ROWS");
+  if (!setting || !*setting) return;
+  char* end = nullptr;
+  const long after = std::strtol(setting, &end, 10);
+  if (*end != '\0' || after < 0)
+    throw InputError(std::string("PHASEBENCH_HISTORY_PAUSE_AFTER_ROWS='") + setting + "' is not a row count");
+  if (rows_inserted != static_cast<size_t>(after)) return;
+  std::cerr << "history add: paused after " << rows_inserted << " rows (PHASEBENCH_HISTORY_PAUSE_AFTER_ROWS)"
+            << std::endl;
+  std::this_thread::sleep_for(std::chrono::seconds(60));
+}
+
 void insert_rows(SqlConnection& db, const std::string& run_id, const results::RunData& data) {
-  for (const ResultRow& row : data.rows)
+  size_t inserted = 0;
+  for (const ResultRow& row : data.rows) {
+    pause_if_asked(inserted++);
     db.execute("INSERT INTO results (run_id, suite, workload, size, backend, device, phase_index, phase, status, "
                "reason, reps, median_ms, ci_low_ms, ci_high_ms, cpu_median_ms, fast_ms, cpu_fast_ms, disturbed) "
                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
@@ -240,6 +260,8 @@ void insert_rows(SqlConnection& db, const std::string& run_id, const results::Ru
                 number(row.median_ms), number(row.ci_low_ms), number(row.ci_high_ms), number(cpu_median_ms(data, row)),
                 number(run_point(repetitions(data.samples, row))), number(run_point(repetitions(data.cpu_samples, row))),
                 text_or_null(row.disturbed)});
+  }
+  pause_if_asked(inserted);
   for (const SampleRow& sample : data.sample_rows)
     db.execute("INSERT INTO samples (run_id, suite, workload, size, backend, device, phase, rep, ms, cpu_ms) "
                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
