@@ -533,17 +533,27 @@ TEST(CompareShift, ARowSlowerThanTheRunIsARegression) {
 }
 
 // A change that slows everything (compiler flags, a library, the machine) moves no row against
-// the run: the shift itself fails.
-TEST(CompareShift, AWholeRunSlowerThanTheThresholdFails) {
-  const auto c = compare_crafted(wide_run(), drifted(wide_run(), 1.15));
-  EXPECT_EQ(c.count(Verdict::Regression), 0);
+// the run. By default that is warned about, not failed: separate runs drift by as much. Above
+// --max-shift the shift itself fails.
+TEST(CompareShift, AWholeRunSlowerIsWarnedAboutAndFailsAboveMaxShift) {
+  const auto warned = compare_crafted(wide_run(), drifted(wide_run(), 1.15));
+  EXPECT_EQ(warned.count(Verdict::Regression), 0);
+  EXPECT_FALSE(warned.shift.fails);
+  EXPECT_FALSE(warned.failed());
+  ASSERT_FALSE(warned.warnings.empty());
+  EXPECT_NE(warned.warnings.front().find("the whole run moved by +15"), std::string::npos) << warned.warnings.front();
+  EXPECT_NE(warned.warnings.front().find("--max-shift PCT fails"), std::string::npos) << warned.warnings.front();
+
+  compare::Options bounded;
+  bounded.max_shift_pct = 10;
+  const auto c = compare_crafted(wide_run(), drifted(wide_run(), 1.15), bounded);
   EXPECT_TRUE(c.shift.fails);
   EXPECT_TRUE(c.failed());
-  ASSERT_FALSE(c.warnings.empty());
-  EXPECT_NE(c.warnings.front().find("the whole run moved by +15"), std::string::npos) << c.warnings.front();
+  EXPECT_FALSE(compare_crafted(wide_run(), drifted(wide_run(), 1.07), bounded).failed());  // within the bound
+  const fs::path base = write_run("base", wide_run()), fresh = write_run("new", drifted(wide_run(), 1.15));
+  EXPECT_EQ(run_phasebench(command(base, fresh)).exit_code, 0);
   const fs::path junit = testing::fresh_temp_path("junit.xml");
-  const auto result = run_phasebench(
-      command(write_run("base", wide_run()), write_run("new", drifted(wide_run(), 1.15)), "--junit " + junit.string()));
+  const auto result = run_phasebench(command(base, fresh, "--max-shift 10 --junit " + junit.string()));
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_NE(result.output.find("FAILED: the whole run +15"), std::string::npos) << result.output;
   // A CI system's test report shows the failure too, though no row failed.
@@ -551,9 +561,11 @@ TEST(CompareShift, AWholeRunSlowerThanTheThresholdFails) {
   const std::string xml((std::istreambuf_iterator<char>(junit_file)), std::istreambuf_iterator<char>());
   EXPECT_NE(xml.find("name=\"run-wide shift\""), std::string::npos) << xml;
   EXPECT_NE(xml.find("<failure message=\"the whole run is slower: +15"), std::string::npos) << xml;
-  const auto faster = compare_crafted(wide_run(), drifted(wide_run(), 0.85));  // a faster machine fails nothing
+  bounded.max_shift_pct = 0;
+  const auto faster = compare_crafted(wide_run(), drifted(wide_run(), 0.85), bounded);  // a faster machine: no fail
   EXPECT_FALSE(faster.failed());
   EXPECT_FALSE(faster.warnings.empty());
+  expect_input_error(command(base, fresh, "--max-shift -1"), {"--max-shift"});
 }
 
 TEST(CompareShift, FewRowsOrRatioModeTakeNoShift) {

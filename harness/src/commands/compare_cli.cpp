@@ -120,6 +120,10 @@ RegressionCommands::RegressionCommands(CLI::App& app) : parsed_(std::make_unique
                    "change of all rows tested, so that drift of the machine between runs cancels) or "
                    "none (each row's own times)")
       ->check(CLI::IsMember({"run", "none"}));
+  add_number_option(*p.compare, "--max-shift", p.options.max_shift_pct,
+                    "fail when the run-wide shift is a slowdown above PCT percent (default: never; a "
+                    "shift is printed and warned about)",
+                    0.0, 1000.0);
   p.compare->add_option("--thresholds", p.thresholds_file,
                         "a file of per-row thresholds: lines 'ROW-GLOB PERCENT', the first match wins, "
                         "--threshold for rows none matches (docs/regression-gate.md)");

@@ -189,7 +189,7 @@ RunShift run_shift(const std::vector<PendingTest>& tests, const Options& options
   shift.applied = true;
   shift.change = summary.median - 1;
   shift.ci = {summary.median_ci.low - 1, summary.median_ci.high - 1};
-  shift.fails = shift.change > options.threshold_pct / 100 && shift.ci.low > 0;
+  shift.fails = shift.change > options.max_shift_pct / 100 && shift.ci.low > 0;  // false when NaN
   return shift;
 }
 
@@ -314,19 +314,24 @@ void warn_about_rows(Comparison& comparison) {
                                   "for it, so --metric cpu does not see the device's work slow down");
 }
 
-// A run-wide slowdown beyond the threshold fails by itself: rows judged against it would all pass.
+// A run-wide shift beyond the threshold is either the machine (another clock, other tenants) or a
+// change that moved every row; rows are judged against it, so the reader must hear of it.
 void warn_about_shift(Comparison& comparison) {
   const RunShift& shift = comparison.shift;
-  if (!shift.applied || std::abs(shift.change) <= comparison.options.threshold_pct / 100) return;
+  const Options& options = comparison.options;
+  if (!shift.applied || std::abs(shift.change) <= options.threshold_pct / 100) return;
   const std::string moved = format_change_percent(shift.change) + " [" + format_change_percent(shift.ci.low) + ", " +
                             format_change_percent(shift.ci.high) + "]";
-  comparison.warnings.push_back(
-      "the whole run moved by " + moved + " (the median change of " + std::to_string(shift.rows) +
-      " rows), more than the threshold: either the machine differs between the runs or a change "
-      "moved every row (compiler flags, a library)" +
-      (shift.fails ? "; this fails the comparison. Rows are judged against the shift; --shift none judges "
-                     "their own times, --mode ratio compares within each run"
-                   : ""));
+  const std::string consequence =
+      shift.fails ? "; it is above --max-shift " + format_significant(options.max_shift_pct, 6) +
+                        "%, which fails the comparison"
+                  : "; rows are judged against it, so a change that slowed every row alike does not fail (--max-shift "
+                    "PCT fails a shift above PCT; the gate's interleaved runs see such a change)";
+  comparison.warnings.push_back("the whole run moved by " + moved + " (the median change of " +
+                                std::to_string(shift.rows) +
+                                " rows), more than the threshold: either the machine differs between the runs or a "
+                                "change moved every row (compiler flags, a library)" +
+                                consequence);
 }
 
 // A rule that matches no row is most likely a typo in its pattern.

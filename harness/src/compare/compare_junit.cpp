@@ -24,15 +24,17 @@ std::string regression_message(const RowComparison& rc, const RunShift& shift) {
          format_significant(rc.p_slower_holm, 2) + ", threshold " + format_significant(rc.threshold_pct, 6) + "%";
 }
 
-// The run-wide shift as a case of its own: a shift beyond the threshold fails compare without any
-// row failing, and a CI system's test report must show why.
+// The run-wide shift as a case of its own: a shift above --max-shift fails compare without any row
+// failing, and a CI system's test report must show why.
 junit::TestCase shift_case(const Comparison& comparison) {
   const RunShift& shift = comparison.shift;
   junit::TestCase c{"phasebench.compare", "run-wide shift"};
   c.type = "run-wide shift";
   const std::string text = interval_text(shift.change, shift.ci) + ", the median change of " +
-                           std::to_string(shift.rows) + " rows, threshold " +
-                           format_significant(comparison.options.threshold_pct, 6) + "%";
+                           std::to_string(shift.rows) + " rows" +
+                           (std::isnan(comparison.options.max_shift_pct)
+                                ? std::string()
+                                : ", --max-shift " + format_significant(comparison.options.max_shift_pct, 6) + "%");
   if (shift.fails) {
     c.outcome = junit::Outcome::Failed;
     c.message = "the whole run is slower: " + text;

@@ -157,7 +157,9 @@ std::string method_text(const Comparison& c) {
          " and a one-sided Mann-Whitney U test on the repetition samples, Holm-corrected over the rows "
          "tested, gives p <= " +
          format_significant(c.options.alpha, 6) +
-         (c.shift.applied ? ". A run-wide shift beyond the threshold fails on its own" : std::string()) +
+         (c.shift.applied && !std::isnan(c.options.max_shift_pct)
+              ? ". A run-wide slowdown above " + format_significant(c.options.max_shift_pct, 6) + "% fails on its own"
+              : std::string()) +
          ". A row that was not failing and now fails its check (FAIL, MISTRUSTED, ERROR) always fails "
          "the gate. The change's interval is a 95% bootstrap interval of the ratio of medians.";
 }
