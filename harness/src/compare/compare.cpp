@@ -320,8 +320,7 @@ void warn_about_shift(Comparison& comparison) {
   const RunShift& shift = comparison.shift;
   const Options& options = comparison.options;
   if (!shift.applied || std::abs(shift.change) <= options.threshold_pct / 100) return;
-  const std::string moved = format_change_percent(shift.change) + " [" + format_change_percent(shift.ci.low) + ", " +
-                            format_change_percent(shift.ci.high) + "]";
+  const std::string moved = change_with_interval_text(shift.change, shift.ci);
   const std::string consequence =
       shift.fails ? "; it is above --max-shift " + format_significant(options.max_shift_pct, 6) +
                         "%, which fails the comparison"

@@ -122,6 +122,8 @@ std::string markdown_report(const Comparison& comparison);
 /// A row's cells in those reports: "+12.3% [+9.1%, +15.0%]" ("-" when not compared), the
 /// Holm-adjusted p-value of the direction the median moved, "OK" or "OK -> FAIL".
 std::string change_text(const RowComparison& row);
+/// "+12.3% [+9.1%, +15.0%]": a change with its interval (without it where the interval is missing).
+std::string change_with_interval_text(double change, const stats::Interval& interval);
 std::string holm_p_text(const RowComparison& row);
 std::string status_text(const RowComparison& row);
 /// The JUnit report of `compare --junit` (junit.hpp): a case per row; the rows that fail the gate

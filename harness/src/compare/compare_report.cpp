@@ -92,8 +92,8 @@ std::string shift_text(const Comparison& c) {
   const RunShift& shift = c.shift;
   if (!shift.applied)
     return "run-wide shift: not taken (" + shift.not_applied_why + "): each row is judged on its own times";
-  return "run-wide shift: " + format_change_percent(shift.change) + " [" + format_change_percent(shift.ci.low) + ", " +
-         format_change_percent(shift.ci.high) + "], the median change of " + plural(shift.rows, "row") +
+  return "run-wide shift: " + change_with_interval_text(shift.change, shift.ci) + ", the median change of " +
+         plural(shift.rows, "row") +
          " tested; each row's change is measured against it (--shift none: against nothing)";
 }
 
@@ -166,11 +166,14 @@ std::string method_text(const Comparison& c) {
 
 }  // namespace
 
+std::string change_with_interval_text(double change, const stats::Interval& interval) {
+  if (std::isnan(interval.low)) return format_change_percent(change);
+  return format_change_percent(change) + " [" + format_change_percent(interval.low) + ", " +
+         format_change_percent(interval.high) + "]";
+}
+
 std::string change_text(const RowComparison& rc) {
-  if (std::isnan(rc.change)) return "-";
-  if (std::isnan(rc.change_ci.low)) return format_change_percent(rc.change);
-  return format_change_percent(rc.change) + " [" + format_change_percent(rc.change_ci.low) + ", " +
-         format_change_percent(rc.change_ci.high) + "]";
+  return std::isnan(rc.change) ? "-" : change_with_interval_text(rc.change, rc.change_ci);
 }
 
 std::string holm_p_text(const RowComparison& rc) {
