@@ -31,7 +31,7 @@ namespace pb::commands {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr const char* kJournal = "journal";
+constexpr const char* kCheckJournal = "journal";
 constexpr const char* kResults = "results";
 
 // ---- lines ---------------------------------------------------------------------------------------
@@ -98,7 +98,8 @@ int print_summary(const std::vector<VerifyLine>& lines) {
 // skipped with their reason; OK and CAUGHT pass, their detail kept as the case's output.
 junit::TestCase junit_case(const VerifyLine& line) {
   const junit::RowParts parts = junit::row_parts(line.row_name);
-  junit::TestCase c{parts.classname, parts.name + " seed " + std::to_string(line.seed), line.seconds};
+  junit::TestCase c =
+      junit::test_case(parts.classname, parts.name + " seed " + std::to_string(line.seed), line.seconds);
   c.type = to_string(line.status);
   if (line.status == Status::Error)
     c.outcome = junit::Outcome::Error;
@@ -142,7 +143,7 @@ int verify_in_process(VerifyCommand command) {
 int run_worker(VerifyCommand command) {
   const fs::path dir(command.worker_dir);
   for (const VerifyLine& line : read_results(dir / kResults)) command.options.done.insert(line.check_name());
-  std::ofstream journal(dir / kJournal, std::ios::app);
+  std::ofstream journal(dir / kCheckJournal, std::ios::app);
   const std::string limit = seconds_text(command.hang_timeout_s);
   command.options.starting = [&](const VerifyLine& check) {
     journal << check.check_name() << '\t' << limit << std::endl;  // flushed: the supervisor reads it
@@ -172,9 +173,9 @@ bool is_finished(const std::string& check, const fs::path& results) {
   return false;
 }
 
-class Supervisor {
+class VerifySupervisor {
  public:
-  Supervisor(int argc, char** argv, std::string junit) : arguments_(argv, argv + argc), junit_(std::move(junit)) {
+  VerifySupervisor(int argc, char** argv, std::string junit) : arguments_(argv, argv + argc), junit_(std::move(junit)) {
     arguments_.insert(arguments_.end(), {"--worker-dir", scratch_.path().string()});
   }
 
@@ -196,7 +197,7 @@ class Supervisor {
   }
 
  private:
-  fs::path journal() const { return scratch_.path() / kJournal; }
+  fs::path journal() const { return scratch_.path() / kCheckJournal; }
   fs::path results() const { return scratch_.path() / kResults; }
 
   // The check the journal names becomes an ERROR line. False when the worker ended outside any
@@ -261,7 +262,7 @@ int verify(VerifyCommand command, int argc, char** argv) {
   if (!command.junit.empty()) junit::check_writable(command.junit, "--junit");
   print_random_shapes(command.options.selection, sizes);
   if (std::getenv("PHASEBENCH_NO_ISOLATION")) return verify_in_process(std::move(command));
-  return Supervisor(argc, argv, command.junit).run();
+  return VerifySupervisor(argc, argv, command.junit).run();
 }
 
 }  // namespace pb::commands

@@ -28,7 +28,7 @@ std::string regression_message(const RowComparison& rc, const RunShift& shift) {
 // failing, and a CI system's test report must show why.
 junit::TestCase shift_case(const Comparison& comparison) {
   const RunShift& shift = comparison.shift;
-  junit::TestCase c{"phasebench.compare", "run-wide shift"};
+  junit::TestCase c = junit::test_case("phasebench.compare", "run-wide shift");
   c.type = "run-wide shift";
   const std::string text = interval_text(shift.change, shift.ci) + ", the median change of " +
                            std::to_string(shift.rows) + " rows" +
@@ -75,7 +75,7 @@ std::string skip_reason(const RowComparison& rc) {
 
 junit::TestCase row_case(const RowComparison& rc, const RunShift& shift) {
   const junit::RowParts parts = junit::row_parts(rc.name);
-  junit::TestCase c{parts.classname, parts.name};
+  junit::TestCase c = junit::test_case(parts.classname, parts.name);
   c.type = verdict_name(rc.verdict);
   if (rc.verdict == Verdict::Regression) {
     c.outcome = junit::Outcome::Failed;

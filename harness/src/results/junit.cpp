@@ -114,6 +114,14 @@ std::string suite_xml(const TestSuite& suite) {
 
 }  // namespace
 
+TestCase test_case(std::string classname, std::string name, double seconds) {
+  TestCase c;
+  c.classname = std::move(classname);
+  c.name = std::move(name);
+  c.seconds = seconds;
+  return c;
+}
+
 void Report::add(const std::string& suite, TestCase test_case) {
   for (TestSuite& existing : suites_)
     if (existing.name == suite) return existing.cases.push_back(std::move(test_case));

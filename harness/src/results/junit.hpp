@@ -19,6 +19,8 @@ struct TestCase {
   Outcome outcome = Outcome::Passed;
   std::string type, message, output;
 };
+/// A passed case; its outcome, type, message and output are set after.
+TestCase test_case(std::string classname, std::string name, double seconds = 0);
 
 struct TestSuite {
   std::string name;
