@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -32,8 +33,26 @@ struct ProcessResult {
   std::string output;  // stdout and stderr together
 };
 
+/// Notes the running test as one that starts processes, in the file PHASEBENCH_TEST_SUBPROCESS_LOG
+/// names (one "Suite.Name" line each time; nothing when unset). ci/test.sh keeps this list, and
+/// ci/sanitize.sh leaves these tests out of its instrumented unit tests: a process of the
+/// instrumented build takes seconds to start, and those tests start hundreds.
+inline void note_test_starts_a_process() {
+  const char* log = std::getenv("PHASEBENCH_TEST_SUBPROCESS_LOG");
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  if (!log || !*log || !test) return;
+  const std::string line = std::string(test->test_suite_name()) + "." + test->name() + "\n";
+  // One write of one short line to a file opened for appending: whole, even when ctest runs tests
+  // side by side.
+  const int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0) return;
+  [[maybe_unused]] const ssize_t written = write(fd, line.data(), line.size());  // a lost line: a slower stage
+  close(fd);
+}
+
 /// Runs a shell command line (add " 2>&1" to capture stderr too).
 inline ProcessResult run_command(const std::string& command) {
+  note_test_starts_a_process();
   ProcessResult result;
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return result;
@@ -58,9 +77,12 @@ inline std::string deliberate_crash_environment() {
 }
 
 /// Whether this build has the backend (configure turns backends on and off): tests of behaviour
-/// that needs one skip without it rather than fail.
+/// that needs one skip without it rather than fail. Asked of the executable once per backend.
 inline bool backend_built(const std::string& backend) {
-  return run_phasebench("list --backend " + backend).exit_code == 0;
+  static std::map<std::string, bool> built;
+  const auto known = built.find(backend);
+  if (known != built.end()) return known->second;
+  return built[backend] = run_phasebench("list --backend " + backend).exit_code == 0;
 }
 
 /// The command line run in this process (run_cli, as main() calls it), its output captured.
@@ -112,6 +134,7 @@ inline bool holds_nothing(const std::filesystem::path& dir) {
 /// its stdout and stderr into `output`.
 inline pid_t start_phasebench(const std::vector<std::string>& arguments, const std::vector<std::string>& settings,
                               const std::filesystem::path& output) {
+  note_test_starts_a_process();
   std::vector<std::string> environment(settings);
   for (char** variable = environ; *variable; ++variable) environment.emplace_back(*variable);
   std::vector<std::string> argv{PHASEBENCH_EXECUTABLE};
