@@ -1,7 +1,8 @@
 // The results history's store (history_store.hpp) on a real SQLite file and a real PostgreSQL
 // server (a throwaway cluster, throwaway_postgres.hpp): adding, adding twice, incomplete and failed
-// runs, export back to a run directory, two processes adding at once, and the migration of a
-// database made by the first schema version (tests/data/history/v1.sql).
+// runs, runs at several thread counts, export back to a run directory, two processes adding at once,
+// and the migration of databases made by the first schema version (tests/data/history/v1.sql) and
+// by version 4.
 
 #include <gtest/gtest.h>
 
@@ -22,6 +23,65 @@ using history::HistoryStore;
 
 // Each test gets an empty database of the kind its parameter names.
 class HistoryStoreTest : public HistoryDatabaseTest {};
+
+// The first column of what `sql` selects, as text.
+std::vector<std::string> first_column(history::SqlConnection& db, const std::string& sql) {
+  std::vector<std::string> values;
+  for (const history::SqlRow& row : db.execute(sql)) values.push_back(row[0].value_or("NULL"));
+  return values;
+}
+
+// How many rows and samples the history holds.
+std::vector<std::string> stored_counts(history::SqlConnection& db) {
+  return {first_column(db, "SELECT COUNT(*) FROM results").at(0),
+          first_column(db, "SELECT COUNT(*) FROM samples").at(0)};
+}
+
+// Makes the run in `dir` one of these thread counts (run --threads 1,2): each row and its samples
+// once at each count, with the same times.
+void at_thread_counts(const std::filesystem::path& dir, const std::vector<int>& counts) {
+  const std::vector<ResultRow> rows = read_results_csv((dir / "results.csv").string());
+  const std::vector<SampleRow> samples = read_samples_csv((dir / "samples.csv").string());
+  std::vector<ResultRow> rows_at_counts;
+  std::vector<SampleRow> samples_at_counts;
+  for (const int threads : counts) {
+    for (ResultRow row : rows) {
+      row.threads = threads;
+      rows_at_counts.push_back(row);
+    }
+    for (SampleRow sample : samples) {
+      sample.threads = threads;
+      samples_at_counts.push_back(sample);
+    }
+  }
+  std::ofstream(dir / "results.csv") << results_csv(rows_at_counts);
+  std::ofstream(dir / "samples.csv") << samples_csv(samples_at_counts);
+}
+
+// Stores the run in `dir` as schema version 4 did (its tables had no threads), into a database
+// migrated to version 4.
+void store_as_version_4(history::SqlConnection& db, const std::filesystem::path& dir) {
+  const results::RunData run = results::load_run(dir.string());
+  const std::string id = run.rows.front().run_id;
+  db.execute(
+      "INSERT INTO runs (run_id, content_hash, started_at, fingerprint, complete, failed_rows, added_at, "
+      "machine_json) VALUES ($1, 'v4', '2026-11-25T10:01:00Z', $2, 1, 0, '2026-11-25T10:05:00Z', $3)",
+      {id, run.fingerprint(), run.machine.dump()});
+  for (const char* name : {"results.csv", "samples.csv", "machine.json", "catalog.json"})
+    db.execute("INSERT INTO run_files (run_id, name, content) VALUES ($1, $2, $3)", {id, name, read_text(dir / name)});
+  for (const ResultRow& row : run.rows)
+    db.execute(
+        "INSERT INTO results (run_id, suite, workload, size, backend, device, phase_index, phase, status, "
+        "reps, median_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+        {id, row.suite, row.workload, row.size, row.backend, row.device, std::to_string(row.phase_index), row.phase,
+         std::string(to_string(row.status)), std::to_string(row.reps), std::to_string(row.median_ms)});
+  for (const SampleRow& sample : run.sample_rows)
+    db.execute(
+        "INSERT INTO samples (run_id, suite, workload, size, backend, device, phase, rep, ms, cpu_ms) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        {id, sample.suite, sample.workload, sample.size, sample.backend, sample.device, sample.phase,
+         std::to_string(sample.rep), std::to_string(sample.ms), std::to_string(sample.cpu_ms)});
+}
 
 TEST_P(HistoryStoreTest, StoresARunAndAddingItAgainChangesNothing) {
   HistoryStore store = HistoryStore::open(url_);
@@ -62,6 +122,79 @@ TEST_P(HistoryStoreTest, StoresTheMedianOfTheFastestQuarterAsTheRunsPoint) {
       EXPECT_LT(row.point_ms, 2.0 * 1.01);  // the undisturbed 2 ms, give or take the 1% noise
       EXPECT_GT(stats::median(wall), 2.0 * 1.3);
     }
+}
+
+// A run at two thread counts (run --threads 1,2) is stored whole, each row and sample at its
+// count, gives back its files as they were, and makes a series of each row at each count.
+TEST_P(HistoryStoreTest, StoresARunAtSeveralThreadCountsASeriesPerCount) {
+  HistoryStore store = HistoryStore::open(url_);
+  std::vector<std::filesystem::path> dirs;
+  for (const int minute : {1, 2}) {
+    dirs.push_back(write_run("run", crafted_run(run_id_at(minute))));
+    at_thread_counts(dirs.back(), {1, 2});
+    ASSERT_TRUE(store.add(dirs.back().string(), {}).added);
+  }
+  history::SqlConnection& db = store.connection();
+  const std::string of_first_run = " WHERE run_id = '" + run_id_at(1) + "' GROUP BY threads ORDER BY threads";
+  EXPECT_EQ(first_column(db, "SELECT threads FROM results" + of_first_run), (std::vector<std::string>{"1", "2"}));
+  EXPECT_EQ(first_column(db, "SELECT COUNT(*) FROM results" + of_first_run), (std::vector<std::string>{"4", "4"}));
+  EXPECT_EQ(first_column(db, "SELECT COUNT(*) FROM samples" + of_first_run), (std::vector<std::string>{"48", "48"}));
+
+  const auto out = fresh_temp_path("exported");
+  store.export_run(run_id_at(1), out);
+  for (const char* name : {"results.csv", "samples.csv", "machine.json", "catalog.json"})
+    EXPECT_EQ(read_text(out / name), read_text(dirs[0] / name)) << name;
+
+  const std::vector<history::Series> series = history::build_trends(store.trend_rows("", ""), {});
+  std::set<std::string> names;
+  for (const history::Series& one : series) {
+    names.insert(one.name());
+    EXPECT_EQ(one.points.size(), 2u) << one.name() << ": a point per run";
+  }
+  EXPECT_EQ(series.size(), 8u);  // the four rows at each of the two counts
+  EXPECT_EQ(names.count("trainer2/lior_step/small/kokkos/cpu/0_baseline/threads=1"), 1u);
+  EXPECT_EQ(names.count("trainer2/lior_step/small/kokkos/cpu/0_baseline/threads=2"), 1u);
+}
+
+// Samples from a samples.csv without threads (0: a file from before the column) are stored at
+// their row's.
+TEST_P(HistoryStoreTest, SamplesWithoutThreadsAreStoredAtTheirRowsCount) {
+  HistoryStore store = HistoryStore::open(url_);
+  const auto dir = write_run("run", crafted_run(run_id_at(1)));
+  ASSERT_EQ(read_samples_csv((dir / "samples.csv").string()).front().threads, 0);
+  store.add(dir.string(), {});
+  EXPECT_EQ(first_column(store.connection(), "SELECT DISTINCT threads FROM samples"), (std::vector<std::string>{"1"}));
+}
+
+// A database at schema version 4 (no threads in its tables) holding a run at 4 threads migrates to
+// version 5 with each row's and sample's threads read from the run's stored results.csv, nothing
+// lost, and takes runs of several counts afterwards.
+TEST_P(HistoryStoreTest, MigratesADatabaseOfVersionFourFillingInTheThreads) {
+  const auto dir = write_run("run", crafted_run(run_id_at(1)));
+  at_thread_counts(dir, {4});
+  std::vector<std::string> counts_before;
+  {
+    auto connection = history::open_connection(url_);
+    history::migrate(*connection, 4);
+    ASSERT_EQ(first_column(*connection, "SELECT MAX(version) FROM schema_version"), (std::vector<std::string>{"4"}));
+    store_as_version_4(*connection, dir);
+    counts_before = stored_counts(*connection);
+  }
+  ASSERT_EQ(counts_before, (std::vector<std::string>{"4", "48"}));
+  HistoryStore store = HistoryStore::open(url_);
+  EXPECT_EQ(store.schema_version(), 5);
+  history::SqlConnection& db = store.connection();
+  EXPECT_EQ(stored_counts(db), counts_before);
+  EXPECT_EQ(first_column(db, "SELECT DISTINCT threads FROM results"), (std::vector<std::string>{"4"}));
+  EXPECT_EQ(first_column(db, "SELECT DISTINCT threads FROM samples"), (std::vector<std::string>{"4"}));
+  const auto trend = store.trend_rows("", "");
+  EXPECT_EQ(trend.size(), 4u);
+  for (const history::TrendRow& row : trend) EXPECT_EQ(row.threads, 4) << row.backend << "/" << row.phase;
+
+  const auto several = write_run("several", crafted_run(run_id_at(2)));
+  at_thread_counts(several, {1, 2});
+  EXPECT_TRUE(store.add(several.string(), {}).added);
+  EXPECT_EQ(first_column(db, "SELECT COUNT(*) FROM results"), (std::vector<std::string>{"12"}));
 }
 
 TEST_P(HistoryStoreTest, RefusesTheSameRunIdWithOtherContent) {
@@ -165,6 +298,7 @@ TEST_P(HistoryStoreTest, MigratesADatabaseMadeByTheFirstVersion) {
   const auto trend = store.trend_rows("", "");
   ASSERT_EQ(trend.size(), 2u);
   for (const history::TrendRow& row : trend) {
+    EXPECT_EQ(row.threads, 1) << row.backend;  // version 5's, from the stored results.csv
     EXPECT_DOUBLE_EQ(row.point_ms, row.backend == "kokkos" ? 2.0 : 1.0) << row.backend;
     EXPECT_DOUBLE_EQ(row.cpu_point_ms, row.point_ms) << row.backend;
   }

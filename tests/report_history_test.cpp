@@ -19,7 +19,7 @@ std::vector<std::string> run_labels(const std::string& page) {
 }
 
 history::Series series_of(size_t runs) {
-  history::Series series{"trainer2", "lior_step", "small", "kokkos", "cpu", "baseline", 0, "f00d", {}, {}};
+  history::Series series{"trainer2", "lior_step", "small", "kokkos", "cpu", "baseline", 0, 1, "f00d", {}, {}};
   for (size_t i = 0; i < runs; ++i)
     series.points.push_back({"run" + std::to_string(i), "c" + std::to_string(i), "", "main", 1.0 + 0.01 * i});
   return series;

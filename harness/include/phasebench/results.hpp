@@ -103,6 +103,9 @@ std::string samples_csv(const std::vector<SampleRow>& rows);
 /// Reads a results.csv through the CSV parser library. Throws InputError (file, line and column
 /// named) on malformed input, an unknown status or a missing contract column.
 std::vector<ResultRow> read_results_csv(const std::string& path);
+/// The same from a results.csv's text, `name` standing for the file in messages (the history
+/// reads the copies of runs' files it stores).
+std::vector<ResultRow> read_results_csv_text(const std::string& name, const std::string& content);
 std::vector<SampleRow> read_samples_csv(const std::string& path);
 
 }  // namespace pb

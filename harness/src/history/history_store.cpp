@@ -45,6 +45,7 @@ struct Migration {
 };
 
 void fill_run_points(SqlConnection& db);
+void fill_thread_counts(SqlConnection& db);
 
 const std::vector<Migration>& migrations() {
   static const std::vector<Migration> all{
@@ -80,6 +81,33 @@ const std::vector<Migration>& migrations() {
       // 4: why a row's repetitions were disturbed by other work on the machine (empty or NULL: they
       // were not); such rows stay out of trends and step detection (interference.hpp).
       {4, {"ALTER TABLE results ADD COLUMN disturbed TEXT"}},
+      // 5: each row's and sample's threads, in their keys: a run may hold a row at several thread
+      // counts (run --threads 1,2), one series each. A key cannot be changed in place (SQLite), so
+      // both tables are made anew with it, filled from the old ones (threads 0 until the fill
+      // reads each run's from its stored results.csv), and the series index follows them.
+      {5,
+       {"CREATE TABLE results_v5 (run_id TEXT NOT NULL REFERENCES runs(run_id), suite TEXT NOT NULL, "
+        "workload TEXT NOT NULL, size TEXT NOT NULL, backend TEXT NOT NULL, device TEXT NOT NULL, "
+        "phase_index BIGINT NOT NULL, phase TEXT NOT NULL, threads BIGINT NOT NULL, status TEXT NOT NULL, "
+        "reason TEXT, reps BIGINT, median_ms DOUBLE PRECISION, ci_low_ms DOUBLE PRECISION, "
+        "ci_high_ms DOUBLE PRECISION, cpu_median_ms DOUBLE PRECISION, fast_ms DOUBLE PRECISION, "
+        "cpu_fast_ms DOUBLE PRECISION, disturbed TEXT, "
+        "PRIMARY KEY (run_id, suite, workload, size, backend, device, phase, threads))",
+        "INSERT INTO results_v5 (run_id, suite, workload, size, backend, device, phase_index, phase, threads, status, "
+        "reason, reps, median_ms, ci_low_ms, ci_high_ms, cpu_median_ms, fast_ms, cpu_fast_ms, disturbed) "
+        "SELECT run_id, suite, workload, size, backend, device, phase_index, phase, 0, status, reason, reps, "
+        "median_ms, ci_low_ms, ci_high_ms, cpu_median_ms, fast_ms, cpu_fast_ms, disturbed FROM results",
+        "DROP TABLE results",  // and its index, results_by_series
+        "ALTER TABLE results_v5 RENAME TO results",
+        "CREATE INDEX results_by_series ON results (suite, workload, size, backend, device, phase, threads)",
+        "CREATE TABLE samples_v5 (run_id TEXT NOT NULL REFERENCES runs(run_id), suite TEXT NOT NULL, "
+        "workload TEXT NOT NULL, size TEXT NOT NULL, backend TEXT NOT NULL, device TEXT NOT NULL, "
+        "phase TEXT NOT NULL, threads BIGINT NOT NULL, rep BIGINT NOT NULL, ms DOUBLE PRECISION NOT NULL, "
+        "cpu_ms DOUBLE PRECISION, PRIMARY KEY (run_id, suite, workload, size, backend, device, phase, threads, rep))",
+        "INSERT INTO samples_v5 (run_id, suite, workload, size, backend, device, phase, threads, rep, ms, cpu_ms) "
+        "SELECT run_id, suite, workload, size, backend, device, phase, 0, rep, ms, cpu_ms FROM samples",
+        "DROP TABLE samples", "ALTER TABLE samples_v5 RENAME TO samples"},
+       fill_thread_counts},
   };
   return all;
 }
@@ -101,6 +129,42 @@ void fill_run_points(SqlConnection& db) {
                "AND size = $6 AND backend = $7 AND device = $8 AND phase = $9",
                parameters);
   }
+}
+
+// The rows of a run's stored results.csv; none where this build cannot read it.
+std::vector<ResultRow> stored_rows(const std::string& run_id, const std::string& results_csv) {
+  try {
+    return read_results_csv_text("results.csv of stored run " + run_id, results_csv);
+  } catch (const InputError&) {
+    return {};
+  }
+}
+
+// Version 5's threads for the rows and samples stored before it, from each run's stored
+// results.csv. Those runs hold one row per key without threads (the history refused any other), so
+// a row's threads are its samples' too; samples from files older than samples.csv's suite column
+// were stored without one. A run whose results.csv cannot be read keeps threads 0: unknown.
+void fill_thread_counts(SqlConnection& db) {
+  for (const SqlRow& file : db.execute("SELECT run_id, content FROM run_files WHERE name = 'results.csv'")) {
+    const std::string run_id = text_of(file[0]);
+    for (const ResultRow& row : stored_rows(run_id, text_of(file[1]))) {
+      const std::vector<SqlValue> parameters{
+          std::to_string(row.threads), run_id, row.suite, row.workload, row.size, row.backend, row.device, row.phase};
+      db.execute(
+          "UPDATE results SET threads = $1 WHERE run_id = $2 AND suite = $3 AND workload = $4 AND size = $5 "
+          "AND backend = $6 AND device = $7 AND phase = $8",
+          parameters);
+      db.execute(
+          "UPDATE samples SET threads = $1 WHERE run_id = $2 AND suite IN ($3, '') AND workload = $4 "
+          "AND size = $5 AND backend = $6 AND device = $7 AND phase = $8",
+          parameters);
+    }
+  }
+}
+
+int stored_schema_version(SqlConnection& db) {
+  const auto rows = db.execute("SELECT MAX(version) FROM schema_version");
+  return rows.empty() || !rows[0][0] ? 0 : std::atoi(rows[0][0]->c_str());
 }
 
 // FNV-1a, 64 bits: stable across builds and platforms (std::hash is not), enough to tell two
@@ -210,16 +274,6 @@ bool insert_run(SqlConnection& db, const StoredRun& run, const std::string& hash
               .empty();
 }
 
-// The history keeps a row per suite, workload, size, backend, device and phase: a run with rows at
-// several thread counts (run --threads 1,2) does not fit it, and is refused whole rather than stored
-// in part.
-void refuse_several_thread_counts(const results::RunData& data, const std::string& run_path) {
-  if (const ResultRow* row = results::first_row_at_several_thread_counts(data.rows))
-    throw InputError(run_path + " has " + results::row_name(*row) +
-                     " at several thread counts (run --threads "
-                     "with a list); the history keeps one row of each per run: add runs of one count each");
-}
-
 // A row's repetitions in `index` (wall or CPU time; empty when the run has none).
 std::vector<double> repetitions(const results::SampleIndex& index, const ResultRow& row) {
   const auto found = index.find(results::row_key(row));
@@ -248,25 +302,50 @@ void pause_if_asked(size_t rows_inserted) {
   std::this_thread::sleep_for(std::chrono::seconds(60));
 }
 
+// The threads of each row, by its key without threads, and without suite too: what a sample from a
+// samples.csv older than those columns names (results::index_samples). Such a file comes from a run
+// of one thread count, so the key names one row.
+std::map<std::string, int> threads_by_key_without_threads(const std::vector<ResultRow>& rows) {
+  std::map<std::string, int> threads;
+  for (const ResultRow& row : rows) {
+    for (const std::string& suite : {row.suite, std::string()})
+      threads.emplace(results::row_key_of(suite, row.workload, row.size, row.backend, row.device, row.phase, 0),
+                      row.threads);
+  }
+  return threads;
+}
+
+// The threads of the row a sample belongs to; 0 where no row is known (load_run refuses such a run).
+int row_threads(const SampleRow& sample, const std::map<std::string, int>& by_key_without_threads) {
+  if (sample.threads > 0) return sample.threads;
+  const auto found = by_key_without_threads.find(
+      results::row_key_of(sample.suite, sample.workload, sample.size, sample.backend, sample.device, sample.phase, 0));
+  return found == by_key_without_threads.end() ? 0 : found->second;
+}
+
 void insert_rows(SqlConnection& db, const std::string& run_id, const results::RunData& data) {
   size_t inserted = 0;
   for (const ResultRow& row : data.rows) {
     pause_if_asked(inserted++);
-    db.execute("INSERT INTO results (run_id, suite, workload, size, backend, device, phase_index, phase, status, "
-               "reason, reps, median_ms, ci_low_ms, ci_high_ms, cpu_median_ms, fast_ms, cpu_fast_ms, disturbed) "
-               "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
-               {run_id, row.suite, row.workload, row.size, row.backend, row.device, std::to_string(row.phase_index),
-                row.phase, std::string(to_string(row.status)), text_or_null(row.reason), std::to_string(row.reps),
-                number(row.median_ms), number(row.ci_low_ms), number(row.ci_high_ms), number(cpu_median_ms(data, row)),
-                number(run_point(repetitions(data.samples, row))), number(run_point(repetitions(data.cpu_samples, row))),
-                text_or_null(row.disturbed)});
+    db.execute(
+        "INSERT INTO results (run_id, suite, workload, size, backend, device, phase_index, phase, threads, "
+        "status, reason, reps, median_ms, ci_low_ms, ci_high_ms, cpu_median_ms, fast_ms, cpu_fast_ms, disturbed) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
+        {run_id, row.suite, row.workload, row.size, row.backend, row.device, std::to_string(row.phase_index), row.phase,
+         std::to_string(row.threads), std::string(to_string(row.status)), text_or_null(row.reason),
+         std::to_string(row.reps), number(row.median_ms), number(row.ci_low_ms), number(row.ci_high_ms),
+         number(cpu_median_ms(data, row)), number(run_point(repetitions(data.samples, row))),
+         number(run_point(repetitions(data.cpu_samples, row))), text_or_null(row.disturbed)});
   }
   pause_if_asked(inserted);
+  const std::map<std::string, int> threads = threads_by_key_without_threads(data.rows);
   for (const SampleRow& sample : data.sample_rows)
-    db.execute("INSERT INTO samples (run_id, suite, workload, size, backend, device, phase, rep, ms, cpu_ms) "
-               "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-               {run_id, sample.suite, sample.workload, sample.size, sample.backend, sample.device, sample.phase,
-                std::to_string(sample.rep), number(sample.ms), number(sample.cpu_ms)});
+    db.execute(
+        "INSERT INTO samples (run_id, suite, workload, size, backend, device, phase, threads, rep, ms, cpu_ms) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+        {run_id, sample.suite, sample.workload, sample.size, sample.backend, sample.device, sample.phase,
+         std::to_string(row_threads(sample, threads)), std::to_string(sample.rep), number(sample.ms),
+         number(sample.cpu_ms)});
 }
 
 }  // namespace
@@ -293,38 +372,34 @@ CiContext ci_context_from_environment() {
   return ci;
 }
 
-HistoryStore HistoryStore::open(const std::string& url) { return HistoryStore(open_connection(url)); }
-
-HistoryStore::HistoryStore(std::unique_ptr<SqlConnection> connection) : connection_(std::move(connection)) {
-  migrate();
-}
-
-int HistoryStore::schema_version() {
-  const auto rows = connection_->execute("SELECT MAX(version) FROM schema_version");
-  return rows.empty() || !rows[0][0] ? 0 : std::atoi(rows[0][0]->c_str());
-}
-
 // One writer at a time migrates (an exclusive transaction), so two first runs on an empty
 // database do not both create the tables.
-void HistoryStore::migrate() {
-  in_write_transaction(*connection_, true, [&] {
-    connection_->execute("CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)");
-    const int current = schema_version();
+void migrate(SqlConnection& connection, int version) {
+  in_write_transaction(connection, true, [&] {
+    connection.execute("CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)");
+    const int current = stored_schema_version(connection);
     if (current > kSchemaVersion)
-      throw InputError(connection_->description() + " has history schema version " + std::to_string(current) +
+      throw InputError(connection.description() + " has history schema version " + std::to_string(current) +
                        ", newer than this phasebench's " + std::to_string(kSchemaVersion) + ": use a newer build");
     for (const Migration& migration : migrations()) {
-      if (migration.version <= current) continue;
-      for (const char* statement : migration.statements) connection_->execute(statement);
-      if (migration.fill) migration.fill(*connection_);
-      connection_->execute("INSERT INTO schema_version (version) VALUES ($1)", {std::to_string(migration.version)});
+      if (migration.version <= current || migration.version > version) continue;
+      for (const char* statement : migration.statements) connection.execute(statement);
+      if (migration.fill) migration.fill(connection);
+      connection.execute("INSERT INTO schema_version (version) VALUES ($1)", {std::to_string(migration.version)});
     }
   });
 }
 
+HistoryStore HistoryStore::open(const std::string& url) { return HistoryStore(open_connection(url)); }
+
+HistoryStore::HistoryStore(std::unique_ptr<SqlConnection> connection) : connection_(std::move(connection)) {
+  migrate(*connection_);
+}
+
+int HistoryStore::schema_version() { return stored_schema_version(*connection_); }
+
 AddOutcome HistoryStore::add(const std::string& run_path, const CiContext& ci) {
   const results::RunData data = results::load_run(run_path);
-  refuse_several_thread_counts(data, run_path);
   std::vector<std::pair<std::string, std::string>> files;
   for (const char* name : kRunFileNames) {
     const std::filesystem::path path = std::filesystem::path(data.directory()) / name;
@@ -377,16 +452,19 @@ void HistoryStore::export_run(const std::string& run_id, const std::filesystem::
 
 std::vector<TrendRow> HistoryStore::trend_rows(const std::string& fingerprint, const std::string& branch) {
   const auto rows = connection_->execute(
-      "SELECT r.suite, r.workload, r.size, r.backend, r.device, r.phase, r.phase_index, u.fingerprint, u.run_id, "
-      "u.git_commit, u.started_at, u.branch, r.fast_ms, r.cpu_fast_ms FROM results r JOIN runs u ON u.run_id = r.run_id "
+      "SELECT r.suite, r.workload, r.size, r.backend, r.device, r.phase, r.phase_index, r.threads, u.fingerprint, "
+      "u.run_id, u.git_commit, u.started_at, u.branch, r.fast_ms, r.cpu_fast_ms FROM results r "
+      "JOIN runs u ON u.run_id = r.run_id "
       "WHERE r.status = 'OK' AND r.median_ms IS NOT NULL AND u.complete = 1 AND u.failed_rows = 0 "
-      "AND (r.disturbed IS NULL OR r.disturbed = '') AND ($1 = '' OR u.fingerprint = $1) AND ($2 = '' OR u.branch = $2) ORDER BY u.started_at, u.run_id",
+      "AND (r.disturbed IS NULL OR r.disturbed = '') AND ($1 = '' OR u.fingerprint = $1) "
+      "AND ($2 = '' OR u.branch = $2) ORDER BY u.started_at, u.run_id",
       {fingerprint, branch});
   std::vector<TrendRow> trend;
   for (const SqlRow& row : rows)
     trend.push_back({text_of(row[0]), text_of(row[1]), text_of(row[2]), text_of(row[3]), text_of(row[4]),
-                     text_of(row[5]), std::atoi(text_of(row[6]).c_str()), text_of(row[7]), text_of(row[8]),
-                     text_of(row[9]), text_of(row[10]), text_of(row[11]), number_of(row[12]), number_of(row[13])});
+                     text_of(row[5]), std::atoi(text_of(row[6]).c_str()), std::atoi(text_of(row[7]).c_str()),
+                     text_of(row[8]), text_of(row[9]), text_of(row[10]), text_of(row[11]), text_of(row[12]),
+                     number_of(row[13]), number_of(row[14])});
   return trend;
 }
 

@@ -15,7 +15,7 @@ namespace pb::history {
 
 /// The schema this build writes. Older databases are migrated when opened (history_store.cpp lists
 /// each version); a newer one is refused.
-constexpr int kSchemaVersion = 4;
+constexpr int kSchemaVersion = 5;
 
 /// Where a run came from in CI; empty fields are unknown.
 struct CiContext {
@@ -45,12 +45,18 @@ struct AddOutcome {
 struct TrendRow {
   std::string suite, workload, size, backend, device, phase;
   int phase_index = 0;
+  int threads = 0;  // the row's threads (results.csv's); 0 where a migrated run's were unreadable
   std::string fingerprint, run_id, git_commit, started_at, branch;
   // The run's point in the row's series (history_steps.hpp, run_point), in wall and CPU time; NaN
   // when the run recorded no such time.
   double point_ms = 0;
   double cpu_point_ms = 0;
 };
+
+/// Takes the database to schema `version` (no further than kSchemaVersion), each version's
+/// statements in turn, in one exclusive write transaction. HistoryStore takes every database it
+/// opens to kSchemaVersion; a lower `version` makes a database as an older build left it (tests).
+void migrate(SqlConnection& connection, int version = kSchemaVersion);
 
 class HistoryStore {
  public:
@@ -77,7 +83,6 @@ class HistoryStore {
   SqlConnection& connection() { return *connection_; }
 
  private:
-  void migrate();
   std::unique_ptr<SqlConnection> connection_;
 };
 

@@ -42,7 +42,7 @@ void place_steps(Series& series, const StepOptions& options) {
 
 std::string Series::name() const {
   return suite + "/" + workload + "/" + size + "/" + backend + "/" + device + "/" + std::to_string(phase_index) + "_" +
-         phase;
+         phase + "/threads=" + std::to_string(threads);
 }
 
 std::string Series::filter_id() const { return suite + "/" + workload + "/" + backend + "/" + phase; }
@@ -63,8 +63,17 @@ std::vector<Series> build_trends(const std::vector<TrendRow>& rows, const TrendO
       if (!std::isfinite(reference->second) || reference->second <= 0) continue;
       value /= reference->second;
     }
-    Series shape{row.suite, row.workload, row.size, row.backend, row.device, row.phase, row.phase_index,
-                 options.ratio ? "" : row.fingerprint, {}, {}};
+    Series shape{row.suite,
+                 row.workload,
+                 row.size,
+                 row.backend,
+                 row.device,
+                 row.phase,
+                 row.phase_index,
+                 row.threads,
+                 options.ratio ? "" : row.fingerprint,
+                 {},
+                 {}};
     if (!std::regex_search(shape.filter_id(), filter)) continue;
     auto [entry, fresh] = by_key.try_emplace(shape.fingerprint + "|" + shape.name(), std::move(shape));
     entry->second.points.push_back({row.run_id, row.git_commit, row.started_at, row.branch, value});

@@ -1,7 +1,8 @@
 #pragma once
-// Trends over the history: the stored rows grouped into one series per row and machine, each
-// with its steps (history_steps.hpp) placed on the runs and commits where they happened. Pure
-// functions over HistoryStore::trend_rows(), shared by `history trend` and `report --history`.
+// Trends over the history: the stored rows grouped into one series per row, thread count and
+// machine, each with its steps (history_steps.hpp) placed on the runs and commits where they
+// happened. Pure functions over HistoryStore::trend_rows(), shared by `history trend` and
+// `report --history`.
 
 #include <string>
 #include <vector>
@@ -29,11 +30,13 @@ struct TrendStep {
 struct Series {
   std::string suite, workload, size, backend, device, phase;
   int phase_index = 0;
+  int threads = 0;          // a row at several thread counts has a series per count
   std::string fingerprint;  // "" in ratio mode: a ratio series spans machines
   std::vector<SeriesPoint> points;  // oldest first
   std::vector<TrendStep> steps;
 
-  /// "suite/workload/size/backend/device/<index>_<phase>", as `run` names rows.
+  /// "suite/workload/size/backend/device/<index>_<phase>/threads=<n>", as `run` names a row it has
+  /// at several thread counts: the history may hold any number of them.
   std::string name() const;
   /// "suite/workload/backend/phase": what --filter matches.
   std::string filter_id() const;

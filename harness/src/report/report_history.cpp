@@ -19,6 +19,12 @@ constexpr double kLeft = 64, kRight = kWidth - 16, kTop = 16, kBottom = kHeight 
 
 std::string value_text(double value, bool ratio) { return ratio ? format_ratio(value) + " ref" : format_ms(value); }
 
+// "kokkos/cpu 0_baseline, 2 threads": a figure's caption within its workload's section.
+std::string caption(const history::Series& series) {
+  return series.backend + "/" + series.device + " " + std::to_string(series.phase_index) + "_" + series.phase + ", " +
+         std::to_string(series.threads) + (series.threads == 1 ? " thread" : " threads");
+}
+
 // The runs the x axis labels: whole numbers only, each run at most once (a scale's own ticks fall
 // between runs, and rounded they would label one run twice: "0 1 2 2"), at most about ten.
 std::vector<double> run_ticks(size_t runs) {
@@ -109,9 +115,8 @@ std::string render_history(const std::vector<history::Series>& series, const std
     body += "<section><h2>" + escape(title) + "</h2><div class=\"charts\">";
     for (const history::Series* one : members) {
       const bool ratio = one->fingerprint.empty();
-      body += "<figure class=\"trend\"><figcaption>" + escape(one->backend + "/" + one->device + " " +
-                                                             std::to_string(one->phase_index) + "_" + one->phase) +
-              "</figcaption>" + chart(*one, ratio) + steps_table(*one, ratio, commit_url) + "</figure>";
+      body += "<figure class=\"trend\"><figcaption>" + escape(caption(*one)) + "</figcaption>" + chart(*one, ratio) +
+              steps_table(*one, ratio, commit_url) + "</figure>";
     }
     body += "</div></section>\n";
   }

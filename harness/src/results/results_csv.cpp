@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <cstdio>
 #include <functional>
 #include <sstream>
@@ -275,12 +276,16 @@ std::string to_csv(const Fields& fields, const std::vector<Row>& rows) {
 template <size_t N>
 using Reader = io::CSVReader<N, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>>;
 
+// Reads the file at `path`, or `content` (named `path` in messages) where given.
 template <typename Row, size_t N, size_t... I>
-std::vector<Row> read_csv(const std::array<Field<Row>, N>& fields, const std::string& path,
+std::vector<Row> read_csv(const std::array<Field<Row>, N>& fields, const std::string& path, const std::string* content,
                           std::index_sequence<I...>) {
   std::vector<Row> rows;
   try {
-    Reader<N> in(path);
+    std::unique_ptr<Reader<N>> reader =
+        content ? std::make_unique<Reader<N>>(path, content->data(), content->data() + content->size())
+                : std::make_unique<Reader<N>>(path);
+    Reader<N>& in = *reader;
     in.read_header(io::ignore_extra_column | io::ignore_missing_column, fields[I].name...);
     for (const auto& f : fields)
       if (f.required && !in.has_column(f.name))
@@ -325,12 +330,18 @@ std::string samples_csv(const std::vector<SampleRow>& rows) { return to_csv(samp
 
 std::vector<ResultRow> read_results_csv(const std::string& path) {
   const auto& fields = result_fields();
-  return read_csv(fields, path, std::make_index_sequence<std::tuple_size_v<std::decay_t<decltype(fields)>>>{});
+  return read_csv(fields, path, nullptr, std::make_index_sequence<std::tuple_size_v<std::decay_t<decltype(fields)>>>{});
+}
+
+std::vector<ResultRow> read_results_csv_text(const std::string& name, const std::string& content) {
+  const auto& fields = result_fields();
+  return read_csv(fields, name, &content,
+                  std::make_index_sequence<std::tuple_size_v<std::decay_t<decltype(fields)>>>{});
 }
 
 std::vector<SampleRow> read_samples_csv(const std::string& path) {
   const auto& fields = sample_fields();
-  return read_csv(fields, path, std::make_index_sequence<std::tuple_size_v<std::decay_t<decltype(fields)>>>{});
+  return read_csv(fields, path, nullptr, std::make_index_sequence<std::tuple_size_v<std::decay_t<decltype(fields)>>>{});
 }
 
 }  // namespace pb
