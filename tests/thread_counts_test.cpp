@@ -119,6 +119,10 @@ TEST_F(ThreadCountsRun, CompareMatchesEachCountWithItselfAndTheHistoryKeepsASeri
   const auto compared = run_phasebench("compare " + out_->string() + " " + out_->string());
   EXPECT_EQ(compared.exit_code, 0) << compared.output;
   EXPECT_EQ(compared.output.find("different thread count"), std::string::npos) << compared.output;
+  for (const char* count : {"1", "2"})  // each count's row by a name of its own
+    EXPECT_NE(compared.output.find("trainer2/lior_step/small/torch/cpu/0_baseline/threads=" + std::string(count)),
+              std::string::npos)
+        << compared.output;
   const std::string database = "--db " + fresh_temp_path("thread-counts-history").string() + ".sqlite";
   const auto added = run_phasebench("history " + database + " add " + out_->string());
   EXPECT_EQ(added.exit_code, 0) << added.output;

@@ -97,21 +97,8 @@ int most_threads(const RunOptions& options) {
 
 // ---- the summary on stdout -------------------------------------------------------------------------
 
-// Rows' names as the summary shows them: with their threads where the run has rows at several.
-class ShownNames {
- public:
-  explicit ShownNames(const std::vector<ResultRow>& rows)
-      : several_thread_counts_(results::first_row_at_several_thread_counts(rows) != nullptr) {}
-  std::string operator()(const ResultRow& row) const {
-    return results::row_name(row) + (several_thread_counts_ ? "/threads=" + std::to_string(row.threads) : "");
-  }
-
- private:
-  bool several_thread_counts_;
-};
-
 void print_summary(const std::vector<ResultRow>& rows) {
-  const ShownNames shown_name(rows);
+  const results::ShownRowNames shown_name(rows);
   size_t width = 40;
   for (const ResultRow& row : rows) width = std::max(width, shown_name(row).size() + 2);
   std::cout << std::left << std::setw(static_cast<int>(width)) << "case" << std::setw(12) << "status" << std::setw(11) << "median_ms"
@@ -215,7 +202,7 @@ void warn_of_disturbed_rows(const std::vector<ResultRow>& rows) {
   std::cout << "\nwarning: other work on the machine disturbed " << disturbed.size()
             << (disturbed.size() == 1 ? " row" : " rows") << " (column `disturbed`; compare, the gate and the "
             << "history do not judge their times):\n";
-  const ShownNames shown_name(rows);
+  const results::ShownRowNames shown_name(rows);
   for (const ResultRow* row : disturbed) std::cout << "  " << shown_name(*row) << ": " << row->disturbed << "\n";
   std::cout << "  measure them again on a quieter machine, or with fewer threads than cores (--threads 1), or "
                "with OMP_WAIT_POLICY=passive (threads that wait sleep instead of spinning)\n";

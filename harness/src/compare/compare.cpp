@@ -13,7 +13,6 @@
 
 namespace pb::compare {
 using results::row_key;
-using results::row_name;
 using results::RunData;
 
 namespace {
@@ -231,14 +230,17 @@ std::vector<RowComparison> match_rows(const RunData& base, const RunData& fresh)
   std::map<std::string, RowComparison> by_key;
   for (const ResultRow& row : base.rows) by_key[row_key(row)].base = row;
   for (const ResultRow& row : fresh.rows) by_key[row_key(row)].fresh = row;
+  std::vector<ResultRow> shown;  // one of each key: a row at other threads in each run is two
+  for (const auto& [key, rc] : by_key) shown.push_back(rc.fresh ? *rc.fresh : *rc.base);
+  const results::ShownRowNames shown_name(shown);
   std::vector<RowComparison> rows;
   for (auto& [key, rc] : by_key) {
-    rc.name = row_name(rc.fresh ? *rc.fresh : *rc.base);
+    rc.name = shown_name(rc.fresh ? *rc.fresh : *rc.base);
     rows.push_back(std::move(rc));
   }
   const auto order = [](const RowComparison& rc) {
     const ResultRow& r = rc.fresh ? *rc.fresh : *rc.base;
-    return std::tie(r.suite, r.workload, r.size, r.backend, r.device, r.phase_index);
+    return std::tie(r.suite, r.workload, r.size, r.backend, r.device, r.phase_index, r.threads);
   };
   std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) { return order(a) < order(b); });
   return rows;

@@ -69,6 +69,20 @@ const ResultRow* first_row_at_several_thread_counts(const std::vector<ResultRow>
 std::string row_key(const SampleRow& sample);
 /// "suite/workload/size/backend/device/<index>_<phase>": how rows are shown (as `run` names them).
 std::string row_name(const ResultRow& row);
+/// Rows' names as `run`'s summary and `compare` show them: row_name, with "/threads=N" where the
+/// rows shown hold some row at several thread counts (run --threads 1,2), so that no two read alike.
+class ShownRowNames {
+ public:
+  /// `rows`: every row that will be shown (in compare, both runs').
+  explicit ShownRowNames(const std::vector<ResultRow>& rows)
+      : several_thread_counts_(first_row_at_several_thread_counts(rows) != nullptr) {}
+  std::string operator()(const ResultRow& row) const {
+    return row_name(row) + (several_thread_counts_ ? "/threads=" + std::to_string(row.threads) : "");
+  }
+
+ private:
+  bool several_thread_counts_;
+};
 
 struct IndexedSamples {
   SampleIndex wall, cpu, others_cores, rep_ms;
