@@ -41,8 +41,10 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:abort_o
 unit_test_filter() {
   local left_out=(Equivalence.EveryRegisteredVariantMatchesTheReference 'ReportInBrowser.*')
   if [ -s "$process_tests" ]; then
-    mapfile -t -O ${#left_out[@]} left_out < <(sort -u "$process_tests")
-    echo "sanitize: $(sort -u "$process_tests" | wc -l) tests that start processes left out ($process_tests)" >&2
+    local starting
+    mapfile -t starting < <(sort -u "$process_tests")
+    left_out+=("${starting[@]}")
+    echo "sanitize: ${#starting[@]} tests that start processes left out ($process_tests)" >&2
   else
     echo "sanitize: no $process_tests (ci/test.sh writes it): the tests that start processes run too" >&2
   fi

@@ -302,27 +302,6 @@ void pause_if_asked(size_t rows_inserted) {
   std::this_thread::sleep_for(std::chrono::seconds(60));
 }
 
-// The threads of each row, by its key without threads, and without suite too: what a sample from a
-// samples.csv older than those columns names (results::index_samples). Such a file comes from a run
-// of one thread count, so the key names one row.
-std::map<std::string, int> threads_by_key_without_threads(const std::vector<ResultRow>& rows) {
-  std::map<std::string, int> threads;
-  for (const ResultRow& row : rows) {
-    for (const std::string& suite : {row.suite, std::string()})
-      threads.emplace(results::row_key_of(suite, row.workload, row.size, row.backend, row.device, row.phase, 0),
-                      row.threads);
-  }
-  return threads;
-}
-
-// The threads of the row a sample belongs to; 0 where no row is known (load_run refuses such a run).
-int row_threads(const SampleRow& sample, const std::map<std::string, int>& by_key_without_threads) {
-  if (sample.threads > 0) return sample.threads;
-  const auto found = by_key_without_threads.find(
-      results::row_key_of(sample.suite, sample.workload, sample.size, sample.backend, sample.device, sample.phase, 0));
-  return found == by_key_without_threads.end() ? 0 : found->second;
-}
-
 void insert_rows(SqlConnection& db, const std::string& run_id, const results::RunData& data) {
   size_t inserted = 0;
   for (const ResultRow& row : data.rows) {
@@ -338,14 +317,18 @@ void insert_rows(SqlConnection& db, const std::string& run_id, const results::Ru
          number(run_point(repetitions(data.cpu_samples, row))), text_or_null(row.disturbed)});
   }
   pause_if_asked(inserted);
-  const std::map<std::string, int> threads = threads_by_key_without_threads(data.rows);
-  for (const SampleRow& sample : data.sample_rows)
+  // A sample's threads are its row's (a samples.csv older than the column has none of its own).
+  std::map<std::string, int> threads_of_row;
+  for (const ResultRow& row : data.rows) threads_of_row[results::row_key(row)] = row.threads;
+  for (size_t i = 0; i < data.sample_rows.size(); ++i) {
+    const SampleRow& sample = data.sample_rows[i];
     db.execute(
         "INSERT INTO samples (run_id, suite, workload, size, backend, device, phase, threads, rep, ms, cpu_ms) "
         "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
         {run_id, sample.suite, sample.workload, sample.size, sample.backend, sample.device, sample.phase,
-         std::to_string(row_threads(sample, threads)), std::to_string(sample.rep), number(sample.ms),
+         std::to_string(threads_of_row.at(data.sample_row_keys[i])), std::to_string(sample.rep), number(sample.ms),
          number(sample.cpu_ms)});
+  }
 }
 
 }  // namespace

@@ -269,6 +269,7 @@ IndexedSamples index_samples(const std::vector<SampleRow>& samples, const std::v
   for (size_t i = 0; i < samples.size(); ++i) {
     const SampleRow& sample = samples[i];
     const std::string key = sample_key(sample, by_partial_key);
+    indexed.row_keys.push_back(key);
     auto& reps = by_rep[key];
     indexed.first_index.emplace(key, i);
     if (std::any_of(reps.begin(), reps.end(), [&](const Repetition& r) { return r.rep == sample.rep; }))
@@ -308,6 +309,7 @@ RunData load_run(const std::string& path) {
   IndexedSamples indexed = index_samples(run.sample_rows, run.rows, samples.string());
   run.samples = std::move(indexed.wall);
   run.cpu_samples = std::move(indexed.cpu);
+  run.sample_row_keys = std::move(indexed.row_keys);
   check_samples_match_rows(run, samples.string(), indexed.first_index);
   run.machine = read_machine(dir / "machine.json");
   check_run_ids(run, dir / "machine.json");

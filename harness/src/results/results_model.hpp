@@ -30,6 +30,7 @@ struct RunData {
   std::string results_path;
   std::vector<ResultRow> rows;  // claims set from `catalog` (unknown without one)
   std::vector<SampleRow> sample_rows;
+  std::vector<std::string> sample_row_keys;  // the row_key() of the row each of sample_rows belongs to
   SampleIndex samples;      // wall time, by row_key()
   SampleIndex cpu_samples;  // CPU time, parallel to `samples` (kMissing where the file has none)
   nlohmann::json machine;   // null when machine.json is absent
@@ -87,6 +88,7 @@ class ShownRowNames {
 struct IndexedSamples {
   SampleIndex wall, cpu, others_cores, rep_ms;
   std::map<std::string, size_t> first_index;  // by key: the index in `samples` of its first sample
+  std::vector<std::string> row_keys;          // by index in `samples`: the key of its row
 };
 /// `samples` by the key of the row each belongs to. Older samples.csv files have no suite: such a
 /// sample belongs to the one row of `rows` that matches the rest. Throws InputError (naming
