@@ -128,6 +128,26 @@ TEST(RunStop, SigtermKeepsWhatWasFinishedAndResumeCompletesIt) {
   fs::remove_all(earlier);
 }
 
+// Slurm's scancel and a container's stop signal every process of the job, and the worker may die
+// of it before the supervisor's handler runs: its case did not crash, and resume runs it.
+TEST(RunStop, AStopSignalThatEndsTheWorkerFirstStopsTheRunAndResumeRunsTheCase) {
+  HangingRun run;
+  ASSERT_GT(run.worker, 0) << "the worker never reached the hanging case\n" << read_text(run.log);
+  ASSERT_EQ(kill(-run.worker, SIGTERM), 0);
+  const int status = run.ended_within_five_seconds();
+  ASSERT_NE(status, -1) << "run did not end within 5 s of its worker's SIGTERM\n" << read_text(run.log);
+  ASSERT_TRUE(WIFEXITED(status)) << "run died of signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM) << read_text(run.log);
+  EXPECT_EQ(read_text(run.log).find("crashed"), std::string::npos) << read_text(run.log);
+  EXPECT_EQ(machine_of(run.out)["incomplete"]["reason"], "stopped by SIGTERM");
+
+  const auto resumed = run_phasebench("run --resume " + run.out.string());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const auto rows = read_results_csv((run.out / "results.csv").string());
+  EXPECT_EQ(rows.size(), 5u);
+  for (const ResultRow& row : rows) EXPECT_EQ(row.status, Status::Ok) << row.workload << ": " << row.reason;
+}
+
 TEST(RunStop, TheWorkerDiesWithItsSupervisorWhateverKillsIt) {
   HangingRun run;
   ASSERT_GT(run.worker, 0) << read_text(run.log);

@@ -24,6 +24,10 @@ constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
 volatile std::sig_atomic_t g_stop_signal = 0;
 struct sigaction g_previous[3];
 
+bool is_stop_signal(int signal) {
+  return std::find(std::begin(kStopSignals), std::end(kStopSignals), signal) != std::end(kStopSignals);
+}
+
 extern "C" void remember_stop_signal(int signal) {
   if (g_stop_signal == 0) g_stop_signal = signal;
 }
@@ -141,6 +145,11 @@ WorkerExit WorkerProcess::wait(const std::string& journal_path, const StopSignal
     const pid_t done = waitpid(pid_, &status, WNOHANG);
     if (done == pid_) {
       pid_ = -1;
+      // A stop signal that ended the worker came from outside (terminal signals reach the
+      // supervisor alone): a stop of the whole job, such as Slurm's scancel or a container's stop,
+      // signals every process, and the worker may die before the supervisor's handler runs. Its
+      // case did not crash and runs again on resume.
+      if (WIFSIGNALED(status) && is_stop_signal(WTERMSIG(status))) return {WorkerExit::Kind::Stopped, WTERMSIG(status)};
       if (WIFSIGNALED(status)) return {WorkerExit::Kind::Signaled, WTERMSIG(status)};
       return {WorkerExit::Kind::Exited, WIFEXITED(status) ? WEXITSTATUS(status) : 1};
     }

@@ -71,7 +71,8 @@ class WorkerProcess {
 
   /// Waits for the worker to end. While it runs, watches `journal_path` (when not empty): a step
   /// that runs past its limit gets the worker killed (TimedOut); a stop signal gets it killed
-  /// (Stopped) within a fraction of a second.
+  /// (Stopped) within a fraction of a second. A worker ended by a stop signal (SIGINT, SIGTERM,
+  /// SIGHUP) sent to it from outside is Stopped as well, not Signaled.
   WorkerExit wait(const std::string& journal_path, const StopSignals& stop);
   pid_t pid() const { return pid_; }
 
