@@ -9,7 +9,9 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <thread>
 
+#include "commands/cli_numbers.hpp"
 #include "common/number_text.hpp"
 #include "history/history_store.hpp"
 #include "history/history_trend.hpp"
@@ -41,12 +43,17 @@ void print_series(const history::Series& series, bool ratio) {
 
 }  // namespace
 
-void history::add_metric_option(CLI::App& command, TrendOptions& options) {
+void history::add_series_selection_options(CLI::App& command, TrendOptions& options, const std::string& help_prefix) {
+  command.add_option("--filter", options.filter, help_prefix + "regular expression searched in suite/workload/backend/phase");
+  add_thread_counts_option(command, "--threads", options.threads,
+                           help_prefix + "only the series at these thread counts, comma-separated (max: this "
+                                         "machine's cores; default: every count)",
+                           std::max(1u, std::thread::hardware_concurrency()));
   command
       .add_option_function<std::string>(
           "--metric", [&options](const std::string& metric) { options.cpu_time = metric == "cpu"; },
-          "wall (default) or cpu: each run's CPU time (median of its fastest quarter), which other work on a busy machine disturbs "
-          "least (not for GPU rows)")
+          help_prefix + "wall (default) or cpu: each run's CPU time (median of its fastest quarter), which other work "
+                        "on a busy machine disturbs least (not for GPU rows)")
       ->check(CLI::IsMember({"wall", "cpu"}));
 }
 
@@ -152,7 +159,6 @@ HistoryCommands::HistoryCommands(CLI::App& app) : parsed_(std::make_unique<Parse
   p.list = p.history->add_subcommand("list", "the stored runs, oldest first, tab-separated");
 
   p.trend = p.history->add_subcommand("trend", "per row and machine: the series over runs and its steps");
-  p.trend->add_option("--filter", p.trend_options.filter, "regular expression searched in suite/workload/backend/phase");
   p.trend->add_option("--fingerprint", p.fingerprint, "only runs of this machine fingerprint");
   p.trend->add_option("--branch", p.branch, "only runs added from this branch");
   p.trend->add_flag("--ratio", p.trend_options.ratio,
@@ -162,7 +168,7 @@ HistoryCommands::HistoryCommands(CLI::App& app) : parsed_(std::make_unique<Parse
   p.trend->add_option("--min-step", p.trend_options.steps.min_relative_size,
                       "smallest relative step reported (default 0.02)")
       ->check(CLI::Range(0.0, 10.0));
-  add_metric_option(*p.trend, p.trend_options);
+  add_series_selection_options(*p.trend, p.trend_options, "");
   p.trend->add_flag("--all", p.all_series, "print every series, not only those with steps");
 
   p.export_run = p.history->add_subcommand("export", "write a stored run back out as an ordinary run directory");

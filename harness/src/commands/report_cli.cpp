@@ -20,9 +20,8 @@ ReportCommand::ReportCommand(CLI::App& app)
   command_->add_option("--history", history_,
                        "instead of runs: the trends of this history (a SQLite file or a postgresql:// URL) with "
                        "their detected steps");
-  command_->add_option("--filter", trend_options_.filter, "with --history: regex searched in suite/workload/backend/phase");
   command_->add_flag("--ratio", trend_options_.ratio, "with --history: each row over its workload's reference");
-  add_metric_option(*command_, trend_options_);
+  add_series_selection_options(*command_, trend_options_, "with --history: ");
   command_->add_option("--commit-url", commit_url_,
                        "with --history: the repository's web address, to link steps to their commits (default: "
                        "from the CI's variables)");

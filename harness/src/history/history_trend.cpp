@@ -1,5 +1,6 @@
 #include "history/history_trend.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <regex>
@@ -10,8 +11,14 @@
 namespace pb::history {
 namespace {
 
+// A row's workload in its run, at its thread count: the reference a ratio divides by.
 std::string workload_key(const TrendRow& row) {
-  return row.run_id + "/" + row.suite + "/" + row.workload + "/" + row.size;
+  return row.run_id + "/" + row.suite + "/" + row.workload + "/" + row.size + "/" + std::to_string(row.threads);
+}
+
+bool selects_threads(const TrendOptions& options, int threads) {
+  return options.threads.empty() ||
+         std::find(options.threads.begin(), options.threads.end(), threads) != options.threads.end();
 }
 
 double value_of(const TrendRow& row, const TrendOptions& options) {
@@ -56,7 +63,7 @@ std::vector<Series> build_trends(const std::vector<TrendRow>& rows, const TrendO
   std::map<std::string, Series> by_key;
   for (const TrendRow& row : rows) {
     double value = value_of(row, options);
-    if (!std::isfinite(value) || value <= 0) continue;
+    if (!std::isfinite(value) || value <= 0 || !selects_threads(options, row.threads)) continue;
     if (options.ratio) {
       const auto reference = reference_ms.find(workload_key(row));
       if (row.backend == kReferenceBackend || reference == reference_ms.end()) continue;

@@ -46,12 +46,14 @@ struct TrendOptions {
   bool ratio = false;      // each row over its workload's serial reference in the same run
   bool cpu_time = false;   // each row's point in CPU time instead of wall time (rows without one left out)
   std::string filter;      // regex searched in filter_id(); "" for all
+  std::vector<int> threads;  // only the series at these thread counts; empty for all
   size_t last = 250;       // only the newest points of each series (the fit is O(n^3))
   StepOptions steps;
 };
 
-/// Adds `--metric wall|cpu` (TrendOptions::cpu_time) to a command.
-void add_metric_option(CLI::App& command, TrendOptions& options);
+/// Adds the options that choose a command's series: `--filter REGEX`, `--threads N[,N...]` and
+/// `--metric wall|cpu` (TrendOptions::cpu_time), each help text after `help_prefix`.
+void add_series_selection_options(CLI::App& command, TrendOptions& options, const std::string& help_prefix);
 
 /// The series of `rows` (oldest run first), each with its steps. The reference's own series is
 /// left out in ratio mode (it would be 1 throughout). Throws InputError for a bad filter.
