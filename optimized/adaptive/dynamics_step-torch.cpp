@@ -18,6 +18,7 @@
 
 namespace pb::torch_backend {
 namespace {
+namespace PHASEBENCH_FILE_ID {  // unique to this file in a unity batch
 
 namespace ad = pb::suites::adaptive;
 namespace ref = pb::reference::adaptive;
@@ -179,5 +180,6 @@ const VariantRegistration registration{
     {ad::kBaseline, ad::kFusedAnxiety, ad::kGatheredPhaseScale, ad::kFusedHidden, ad::kFusedEnergy, ad::kDetachedState},
     [](const VariantContext& context) { return std::make_unique<DynamicsStepTorch>(context); }};
 
+}  // namespace PHASEBENCH_FILE_ID
 }  // namespace
 }  // namespace pb::torch_backend

@@ -32,6 +32,7 @@
 
 namespace pb::torch_backend {
 namespace {
+namespace PHASEBENCH_FILE_ID {  // unique to this file in a unity batch
 
 namespace ef = pb::suites::energy_flow;
 namespace ref = pb::reference::energy_flow;
@@ -239,5 +240,6 @@ const VariantRegistration registration{
                                   ef::kBf16Weights},
     [](const VariantContext& context) { return std::make_unique<AggregateTorch>(context); }};
 
+}  // namespace PHASEBENCH_FILE_ID
 }  // namespace
 }  // namespace pb::torch_backend

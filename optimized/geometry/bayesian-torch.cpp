@@ -22,6 +22,7 @@
 
 namespace pb::torch_backend {
 namespace {
+namespace PHASEBENCH_FILE_ID {  // unique to this file in a unity batch
 
 namespace geo = pb::suites::geometry;
 namespace ref = pb::reference::geometry;
@@ -122,5 +123,6 @@ const VariantRegistration registration{
     "geometry/bayesian", "torch", {geo::kBaseline, geo::kCompiled, geo::kHostReadBranch},
     [](const VariantContext& context) { return std::make_unique<BayesianTorch>(context); }};
 
+}  // namespace PHASEBENCH_FILE_ID
 }  // namespace
 }  // namespace pb::torch_backend

@@ -20,6 +20,7 @@
 
 namespace pb::torch_backend {
 namespace {
+namespace PHASEBENCH_FILE_ID {  // unique to this file in a unity batch
 
 namespace geo = pb::suites::geometry;
 namespace ref = pb::reference::geometry;
@@ -180,5 +181,6 @@ const VariantRegistration registration{
                                      geo::kSeedRepeatedTerm, geo::kSeedFollowUpFix},
     [](const VariantContext& context) { return std::make_unique<ChristoffelTorch>(context); }};
 
+}  // namespace PHASEBENCH_FILE_ID
 }  // namespace
 }  // namespace pb::torch_backend

@@ -17,6 +17,7 @@
 #include "suites/geometry/complex_metric.hpp"
 
 namespace {
+namespace PHASEBENCH_FILE_ID {  // unique to this file in a unity batch
 
 namespace tb = pb::torch_backend;
 namespace geo = pb::suites::geometry::complex_metric;
@@ -104,4 +105,5 @@ const pb::VariantRegistration registration{
     geo::kComplexMetric, "torch", {geo::kBaseline, geo::kBatchedContraction, geo::kSharedPairs},
     [](const pb::VariantContext& context) { return std::make_unique<ComplexMetricTorch>(context); }};
 
+}  // namespace PHASEBENCH_FILE_ID
 }  // namespace

@@ -24,6 +24,7 @@
 
 namespace pb::torch_backend {
 namespace {
+namespace PHASEBENCH_FILE_ID {  // unique to this file in a unity batch
 
 namespace geo = pb::suites::geometry;
 namespace ref = pb::reference::geometry;
@@ -114,5 +115,6 @@ const VariantRegistration registration{
     "geometry/hamiltonian", "torch", {geo::kBaseline, geo::kDepthwiseStencil, geo::kCompiled},
     [](const VariantContext& context) { return std::make_unique<HamiltonianTorch>(context); }};
 
+}  // namespace PHASEBENCH_FILE_ID
 }  // namespace
 }  // namespace pb::torch_backend

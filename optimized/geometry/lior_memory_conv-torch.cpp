@@ -20,6 +20,7 @@
 
 namespace pb::torch_backend {
 namespace {
+namespace PHASEBENCH_FILE_ID {  // unique to this file in a unity batch
 
 namespace conv = pb::suites::geometry::lior_memory_conv;
 namespace ref = conv::ref;
@@ -109,5 +110,6 @@ const VariantRegistration registration{
     conv::kWorkload, "torch", {conv::kHostTaps, conv::kDeviceTaps, conv::kFftConv},
     [](const VariantContext& context) { return std::make_unique<LiorMemoryConvTorch>(context); }};
 
+}  // namespace PHASEBENCH_FILE_ID
 }  // namespace
 }  // namespace pb::torch_backend

@@ -17,6 +17,7 @@
 
 namespace pb::torch_backend {
 namespace {
+namespace PHASEBENCH_FILE_ID {  // unique to this file in a unity batch
 
 namespace geo = pb::suites::geometry;
 namespace ref = pb::reference::geometry;
@@ -116,5 +117,6 @@ const VariantRegistration registration{
     geo::kLiorOptimizerStep, "torch", {geo::kPerTensorSync, geo::kDeviceResilience, geo::kBatchedStep},
     [](const VariantContext& context) { return std::make_unique<LiorOptimizerStepTorch>(context); }};
 
+}  // namespace PHASEBENCH_FILE_ID
 }  // namespace
 }  // namespace pb::torch_backend

@@ -13,6 +13,7 @@
 #include "suites/geometry/mamba_conjugate.hpp"
 
 namespace {
+namespace PHASEBENCH_FILE_ID {  // unique to this file in a unity batch
 
 namespace tb = pb::torch_backend;
 namespace geo = pb::suites::geometry::mamba_conjugate;
@@ -70,4 +71,5 @@ const pb::VariantRegistration registration{
     geo::kMambaConjugate, "torch", {geo::kCloneAssign, geo::kInPlaceNeg, geo::kSinglePass},
     [](const pb::VariantContext& context) { return std::make_unique<MambaConjugateTorch>(context); }};
 
+}  // namespace PHASEBENCH_FILE_ID
 }  // namespace

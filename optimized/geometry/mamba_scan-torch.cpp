@@ -20,6 +20,7 @@
 #include "suites/geometry/mamba_scan.hpp"
 
 namespace {
+namespace PHASEBENCH_FILE_ID {  // unique to this file in a unity batch
 
 namespace tb = pb::torch_backend;
 namespace geo = pb::suites::geometry::mamba_scan;
@@ -145,4 +146,5 @@ const pb::VariantRegistration registration{
     geo::kMambaScan, "torch", {geo::kSequential, geo::kHoisted, geo::kParallelScan},
     [](const pb::VariantContext& context) { return std::make_unique<MambaScanTorch>(context); }};
 
+}  // namespace PHASEBENCH_FILE_ID
 }  // namespace

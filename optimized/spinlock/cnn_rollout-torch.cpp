@@ -19,6 +19,7 @@
 
 namespace pb::torch_backend {
 namespace {
+namespace PHASEBENCH_FILE_ID {  // unique to this file in a unity batch
 
 namespace sp = pb::suites::spinlock;
 namespace ref = pb::reference::spinlock;
@@ -257,5 +258,6 @@ VariantFactory factory() {
 
 const sp::RolloutRegistration registration{"torch", sp::kAllPhases, factory()};
 
+}  // namespace PHASEBENCH_FILE_ID
 }  // namespace
 }  // namespace pb::torch_backend

@@ -11,6 +11,7 @@
 #include "suites/trainer2/phases.hpp"
 
 namespace {
+namespace PHASEBENCH_FILE_ID {  // unique to this file in a unity batch
 
 namespace tb = pb::torch_backend;
 namespace t2tb = pb::torch_backend::trainer2;
@@ -86,4 +87,5 @@ std::unique_ptr<pb::Variant> make(const pb::VariantContext& context) {
 const pb::VariantRegistration registration{"trainer2/lior_step", "torch",
                                            {t2::kBaseline, t2::kBatchedMetrics, t2::kFusedLiorSpd}, make};
 
+}  // namespace PHASEBENCH_FILE_ID
 }  // namespace

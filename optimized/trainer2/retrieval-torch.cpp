@@ -10,6 +10,7 @@
 #include "suites/trainer2/phases.hpp"
 
 namespace {
+namespace PHASEBENCH_FILE_ID {  // unique to this file in a unity batch
 
 namespace tb = pb::torch_backend;
 namespace t2tb = pb::torch_backend::trainer2;
@@ -59,4 +60,5 @@ std::unique_ptr<pb::Variant> make(const pb::VariantContext& context) {
 
 const pb::VariantRegistration registration{"trainer2/retrieval", "torch", {t2::kBaseline, t2::kJitFusion}, make};
 
+}  // namespace PHASEBENCH_FILE_ID
 }  // namespace

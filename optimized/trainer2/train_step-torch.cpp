@@ -19,6 +19,7 @@
 #include "suites/trainer2/window_io.hpp"
 
 namespace {
+namespace PHASEBENCH_FILE_ID {  // unique to this file in a unity batch
 
 namespace tb = pb::torch_backend;
 namespace t2tb = pb::torch_backend::trainer2;
@@ -171,4 +172,5 @@ const pb::VariantRegistration registration{
                              t2::kHoistedRetrievalBatch, t2::kLastStepAct, t2::kDeferredMetrics}),
     make};
 
+}  // namespace PHASEBENCH_FILE_ID
 }  // namespace

@@ -9,6 +9,7 @@
 #include "suites/trainer2/phases.hpp"
 
 namespace {
+namespace PHASEBENCH_FILE_ID {  // unique to this file in a unity batch
 
 namespace t2tb = pb::torch_backend::trainer2;
 namespace t2 = pb::suites::trainer2;
@@ -58,4 +59,5 @@ const pb::VariantRegistration registration{
                              t2::kLastStepAct, t2::kDeferredMetrics}),
     make};
 
+}  // namespace PHASEBENCH_FILE_ID
 }  // namespace
