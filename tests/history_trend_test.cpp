@@ -46,10 +46,11 @@ std::set<std::string> names_of(const std::vector<Series>& series) {
 
 TEST(HistoryTrend, MakesASeriesPerRowAndThreadCount) {
   const std::vector<Series> series = build_trends(runs_at_two_counts(), {});
-  EXPECT_EQ(names_of(series), (std::set<std::string>{"trainer2/lior_step/small/kokkos/cpu/0_baseline/threads=1",
-                                                     "trainer2/lior_step/small/kokkos/cpu/0_baseline/threads=2",
-                                                     "trainer2/lior_step/small/reference/cpu/0_serial_fp32/threads=1",
-                                                     "trainer2/lior_step/small/reference/cpu/0_serial_fp32/threads=2"}));
+  EXPECT_EQ(names_of(series),
+            (std::set<std::string>{"trainer2/lior_step/small/kokkos/cpu/0_baseline/threads=1",
+                                   "trainer2/lior_step/small/kokkos/cpu/0_baseline/threads=2",
+                                   "trainer2/lior_step/small/reference/cpu/0_serial_fp32/threads=1",
+                                   "trainer2/lior_step/small/reference/cpu/0_serial_fp32/threads=2"}));
   for (const Series& one : series) EXPECT_EQ(one.points.size(), 3u) << one.name();
 }
 

@@ -44,16 +44,19 @@ void print_series(const history::Series& series, bool ratio) {
 }  // namespace
 
 void history::add_series_selection_options(CLI::App& command, TrendOptions& options, const std::string& help_prefix) {
-  command.add_option("--filter", options.filter, help_prefix + "regular expression searched in suite/workload/backend/phase");
+  command.add_option("--filter", options.filter,
+                     help_prefix + "regular expression searched in suite/workload/backend/phase");
   add_thread_counts_option(command, "--threads", options.threads,
-                           help_prefix + "only the series at these thread counts, comma-separated (max: this "
-                                         "machine's cores; default: every count)",
+                           help_prefix +
+                               "only the series at these thread counts, comma-separated (max: this "
+                               "machine's cores; default: every count)",
                            std::max(1u, std::thread::hardware_concurrency()));
   command
       .add_option_function<std::string>(
           "--metric", [&options](const std::string& metric) { options.cpu_time = metric == "cpu"; },
-          help_prefix + "wall (default) or cpu: each run's CPU time (median of its fastest quarter), which other work "
-                        "on a busy machine disturbs least (not for GPU rows)")
+          help_prefix +
+              "wall (default) or cpu: each run's CPU time (median of its fastest quarter), which other work "
+              "on a busy machine disturbs least (not for GPU rows)")
       ->check(CLI::IsMember({"wall", "cpu"}));
 }
 
