@@ -1,10 +1,10 @@
 #include "engine/worker_environment.hpp"
 
+#include <unistd.h>  // environ
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
-
-extern char** environ;
 
 namespace pb::worker_environment {
 namespace {
