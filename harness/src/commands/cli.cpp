@@ -5,7 +5,6 @@
 
 #include <cstdint>
 #include <iostream>
-#include <thread>
 
 #include "commands/check_command.hpp"
 #include "commands/cli_numbers.hpp"
@@ -20,8 +19,6 @@
 
 namespace pb {
 namespace {
-
-int default_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 constexpr const char* kSizeHelp =
     "small, default, large, a scale of the default such as 4x, 0.25x, 1/16x, or random shapes: random-3, random:8 "
@@ -99,8 +96,7 @@ int run_cli(int argc, char** argv, CliMode mode) {
                   "repetition may take 10 times its planned time (default 300)", 0.1, 1e7);
   add_thread_counts_option(*run, "--threads", run_command.options.thread_counts,
                            "CPU threads for torch, OpenMP, oneDNN, comma-separated, max for all cores: every "
-                           "case at each, a worker per count (default: all cores)",
-                           default_threads());
+                           "case at each, a worker per count (default: all cores)");
   add_seed_option(*run, "--seed", run_command.options.seed, "input seed (default 1)");
   run->add_flag("--quick", run_command.options.quick, "3 short repetitions: a smoke test, not a measurement");
   run->add_option("--out", run_command.out_dir, "run directory to create (must not exist)");

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <thread>
 #include <type_traits>
 
 #include "common/number_text.hpp"
@@ -55,8 +56,11 @@ CLI::Option* add_number_option(CLI::App& command, const std::string& name, Numbe
       ->type_name(std::is_floating_point_v<Number> ? "NUMBER" : "INT");
 }
 
+int default_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
+
 CLI::Option* add_thread_counts_option(CLI::App& command, const std::string& name, std::vector<int>& counts,
-                                      const std::string& help, int cores) {
+                                      const std::string& help) {
+  const int cores = default_threads();
   return command
       .add_option_function<std::string>(
           name,

@@ -18,10 +18,13 @@ template <typename Number>
 CLI::Option* add_number_option(CLI::App& command, const std::string& name, Number& value, const std::string& help,
                                Number min, Number max);
 
+/// This machine's logical cores (at least 1): the default thread count, and what "max" names.
+int default_threads();
+
 /// Adds `name` to `command`, storing its comma-separated thread counts into `counts`: each a whole
-/// number from 1 to 4096 or "max" (`cores`), none twice.
+/// number from 1 to 4096 or "max" (default_threads()), none twice.
 CLI::Option* add_thread_counts_option(CLI::App& command, const std::string& name, std::vector<int>& counts,
-                                      const std::string& help, int cores);
+                                      const std::string& help);
 
 extern template CLI::Option* add_number_option<int>(CLI::App&, const std::string&, int&, const std::string&, int, int);
 extern template CLI::Option* add_number_option<double>(CLI::App&, const std::string&, double&, const std::string&,

@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
-#include <thread>
 
 #include "commands/cli_numbers.hpp"
 #include "common/number_text.hpp"
@@ -49,8 +48,7 @@ void history::add_series_selection_options(CLI::App& command, TrendOptions& opti
   add_thread_counts_option(command, "--threads", options.threads,
                            help_prefix +
                                "only the series at these thread counts, comma-separated (max: this "
-                               "machine's cores; default: every count)",
-                           std::max(1u, std::thread::hardware_concurrency()));
+                               "machine's cores; default: every count)");
   command
       .add_option_function<std::string>(
           "--metric", [&options](const std::string& metric) { options.cpu_time = metric == "cpu"; },

@@ -11,9 +11,10 @@
 namespace pb::history {
 namespace {
 
-// A row's workload in its run, at its thread count: the reference a ratio divides by.
+// A row's workload in its run: the serial reference a ratio divides by, stored at one thread
+// whatever counts the run's other rows ran at (as results.csv's speedup_vs_reference has it).
 std::string workload_key(const TrendRow& row) {
-  return row.run_id + "/" + row.suite + "/" + row.workload + "/" + row.size + "/" + std::to_string(row.threads);
+  return row.run_id + "/" + row.suite + "/" + row.workload + "/" + row.size;
 }
 
 bool selects_threads(const TrendOptions& options, int threads) {
