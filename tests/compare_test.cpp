@@ -582,6 +582,101 @@ TEST(CompareShift, FewRowsOrRatioModeTakeNoShift) {
   expect_input_error(command(base, fresh, "--shift median"), {"--shift"});
 }
 
+// ---- the run's spread ----------------------------------------------------------------------------
+
+// 24 rows of one backend, 1 ms each.
+CraftedRun many_rows() {
+  CraftedRun run;
+  for (int i = 0; i < 24; ++i) run.rows.push_back({"kokkos", i, "p" + std::to_string(i), 1.0});
+  return run;
+}
+
+// What a second run of the same build measures on a shared machine: every row moved by its own
+// amount, evenly from exp(-1.6 width) to exp(+1.6 width), though each row's repetitions agree
+// within 1%.
+CraftedRun scattered(CraftedRun run, double width) {
+  run = rerun(run);
+  for (size_t i = 0; i < run.rows.size(); ++i)
+    run.rows[i].median_ms *= std::exp(width * (static_cast<double>(i) - 11.5) / 7);
+  return run;
+}
+
+// Two runs of one build whose rows moved by up to +-13% each: every row beyond the threshold is
+// significant over its own repetitions, and none stands out of how far the rows scatter.
+TEST(CompareSpread, RowsThatMoveNoFurtherThanTheRowsScatterAreNotRegressions) {
+  CraftedRun fresh = scattered(many_rows(), 0.08);
+  testing::find_row(fresh, "kokkos", "p5").median_ms *= 1.15;
+  compare::Options rank_test_alone;
+  rank_test_alone.spread = compare::Spread::None;
+  const auto alone = compare_crafted(many_rows(), fresh, rank_test_alone);
+  EXPECT_FALSE(alone.spread.applied);
+  EXPECT_GE(alone.count(Verdict::Regression), 4);
+  EXPECT_TRUE(alone.failed());
+
+  const auto c = compare_crafted(many_rows(), fresh);
+  ASSERT_TRUE(c.spread.applied) << c.spread.not_applied_why;
+  EXPECT_EQ(c.spread.rows, 24);
+  EXPECT_NEAR(c.spread.sigma, 1.4826 * 0.08 * 6 / 7, 0.01);  // 1.4826 x the middle row's distance
+  EXPECT_NEAR(c.spread.z_needed, 2.86, 0.01);                // one-sided normal at 0.05 / 24
+  EXPECT_EQ(c.count(Verdict::Regression), 0);
+  EXPECT_FALSE(c.failed());
+  const auto& moved = row_of(c, "kokkos/cpu/5_p5");
+  EXPECT_LT(moved.p_slower_holm, 0.05);
+  EXPECT_GT(moved.change, 0.05);
+  EXPECT_EQ(moved.verdict, Verdict::WithinSpread);
+  EXPECT_NEAR(moved.spread_z, std::log1p(moved.change) / c.spread.sigma, 1e-9);
+  EXPECT_GT(moved.p_spread_slower_holm, 0.05);
+  EXPECT_EQ(row_of(c, "kokkos/cpu/0_p0").verdict, Verdict::WithinSpread);  // 12% faster: no improvement either
+
+  const fs::path base = write_run("base", many_rows()), fresh_dir = write_run("new", fresh);
+  const auto result = run_phasebench(command(base, fresh_dir));
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("the rows scatter around it by +-"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("z vs spread"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("within the run's spread"), std::string::npos) << result.output;
+  EXPECT_EQ(run_phasebench(command(base, fresh_dir, "--spread none")).exit_code, 1);
+  expect_input_error(command(base, fresh_dir, "--spread rows"), {"--spread"});
+}
+
+// A row slowed by 25% where the rows scatter by about 1.5% stands out of the spread, by its z.
+TEST(CompareSpread, ARowThatStandsOutOfTheSpreadIsARegression) {
+  CraftedRun fresh = scattered(many_rows(), 0.01);
+  testing::find_row(fresh, "kokkos", "p17").median_ms *= 1.25;
+  const auto c = compare_crafted(many_rows(), fresh);
+  ASSERT_TRUE(c.spread.applied);
+  EXPECT_LT(c.spread.sigma, 0.02);
+  EXPECT_LT(c.spread.smallest_outstanding_change, 0.06);
+  EXPECT_EQ(c.count(Verdict::Regression), 1);
+  const auto& slowed = row_of(c, "kokkos/cpu/17_p17");
+  EXPECT_EQ(slowed.verdict, Verdict::Regression);
+  EXPECT_GT(slowed.spread_z, c.spread.z_needed);
+  EXPECT_LE(slowed.p_spread_slower_holm, 0.05);
+  const fs::path junit = testing::fresh_temp_path("junit.xml");
+  const auto result =
+      run_phasebench(command(write_run("base", many_rows()), write_run("new", fresh), "--junit " + junit.string()));
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  std::ifstream junit_file(junit);
+  const std::string xml((std::istreambuf_iterator<char>(junit_file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(xml.find("vs the run&apos;s spread"), std::string::npos) << xml;
+}
+
+// The spread is measured around the run-wide shift: without the shift, or with rows that did not
+// move at all, each row is judged by its rank test alone, and the report says why.
+TEST(CompareSpread, WithoutAShiftOrAScatterTheRankTestDecidesAlone) {
+  compare::Options no_shift;
+  no_shift.shift = compare::Shift::None;
+  const auto c = compare_crafted(many_rows(), scattered(many_rows(), 0.08), no_shift);
+  EXPECT_FALSE(c.spread.applied);
+  EXPECT_NE(c.spread.not_applied_why.find("shift, which was not taken"), std::string::npos);
+  EXPECT_GE(c.count(Verdict::Regression), 4);
+  compare::Options ratio;
+  ratio.mode = compare::Mode::Ratio;
+  EXPECT_FALSE(compare_crafted(many_rows(), scattered(many_rows(), 0.08), ratio).spread.applied);
+  const auto itself = compare_crafted(many_rows(), many_rows());
+  EXPECT_FALSE(itself.spread.applied);
+  EXPECT_NE(itself.spread.not_applied_why.find("do not scatter"), std::string::npos);
+}
+
 // ---- per-row thresholds --------------------------------------------------------------------------
 
 fs::path thresholds_file(const std::string& text) {

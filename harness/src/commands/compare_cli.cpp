@@ -60,7 +60,8 @@ void add_shard_option(CLI::App& run, Selection& selection) {
 
 struct RegressionCommands::Parsed {
   CLI::App* compare = nullptr;
-  std::string base, fresh, markdown, junit, mode = "time", ratio_to = "reference", metric = "wall", shift = "run";
+  std::string base, fresh, markdown, junit, mode = "time", ratio_to = "reference", metric = "wall", shift = "run",
+                                            spread = "run";
   std::string thresholds_file;
   compare::Options options;
 
@@ -85,6 +86,7 @@ int RegressionCommands::Parsed::run_compare() {
   options.metric = metric == "cpu" ? compare::Metric::Cpu : compare::Metric::Wall;
   options.ratio_to = ratio_to == "phase0" ? compare::RatioBase::Phase0 : compare::RatioBase::Reference;
   options.shift = shift == "none" ? compare::Shift::None : compare::Shift::Run;
+  options.spread = spread == "none" ? compare::Spread::None : compare::Spread::Run;
   if (!thresholds_file.empty()) options.row_thresholds = compare::read_row_thresholds(thresholds_file);
   const results::RunData base_run = results::load_run(base), new_run = results::load_run(fresh);
   const compare::Comparison comparison = compare::compare_runs(base_run, new_run, options);
@@ -119,6 +121,12 @@ RegressionCommands::RegressionCommands(CLI::App& app) : parsed_(std::make_unique
                    "time mode judges each row against: run (default: the run-wide shift, the median "
                    "change of all rows tested, so that drift of the machine between runs cancels) or "
                    "none (each row's own times)")
+      ->check(CLI::IsMember({"run", "none"}));
+  p.compare
+      ->add_option("--spread", p.spread,
+                   "where the run-wide shift is taken, a regression must also stand out of the run's "
+                   "spread, how far all rows scatter around the shift: run (default; two runs of one build "
+                   "differ row by row beyond what a row's repetitions show) or none (the rank test alone)")
       ->check(CLI::IsMember({"run", "none"}));
   add_number_option(*p.compare, "--max-shift", p.options.max_shift_pct,
                     "fail when the run-wide shift is a slowdown above PCT percent (default: never; a "

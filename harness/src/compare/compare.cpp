@@ -197,29 +197,85 @@ double threshold_of(const RowComparison& rc, const Options& options) {
   return rule ? rule->threshold_pct : options.threshold_pct;
 }
 
-Verdict timing_verdict(const RowComparison& rc, const Options& options) {
+// One-sided tail probability of a standard normal beyond z.
+double normal_tail(double z) { return 0.5 * std::erfc(z / std::sqrt(2.0)); }
+
+// The z a standard normal exceeds with probability p (bisection: precise enough for a message).
+double normal_quantile_above(double p) {
+  double low = -40, high = 40;
+  for (int i = 0; i < 200; ++i) {
+    const double mid = (low + high) / 2;
+    (normal_tail(mid) > p ? low : high) = mid;
+  }
+  return (low + high) / 2;
+}
+
+// The run's spread: 1.4826 times the median absolute log change beyond the shift of the rows
+// tested. The shift is their median change, so the log changes centre on zero; the rows that
+// really changed are a minority and barely move the median of the deviations.
+RunSpread run_spread(const Comparison& comparison, const std::vector<size_t>& tested) {
+  RunSpread spread;
+  spread.rows = static_cast<int>(tested.size());
+  if (comparison.options.spread == Spread::None) {
+    spread.not_applied_why = "--spread none";
+    return spread;
+  }
+  if (!comparison.shift.applied) {
+    spread.not_applied_why = "it is measured around the run-wide shift, which was not taken";
+    return spread;
+  }
+  std::vector<double> deviations;
+  for (size_t i : tested) deviations.push_back(std::abs(std::log1p(comparison.rows[i].change)));
+  spread.sigma = 1.4826 * stats::median(deviations);
+  if (!(spread.sigma > 0)) {
+    spread.not_applied_why = "the rows' changes do not scatter (a run compared with itself?)";
+    return spread;
+  }
+  spread.applied = true;
+  spread.z_needed = normal_quantile_above(comparison.options.alpha / spread.rows);
+  spread.smallest_outstanding_change = std::expm1(spread.z_needed * spread.sigma);
+  return spread;
+}
+
+Verdict timing_verdict(const RowComparison& rc, const Options& options, bool spread_applied) {
   const double threshold = rc.threshold_pct / 100;
   const bool slower = rc.p_slower_holm <= options.alpha, faster = rc.p_faster_holm <= options.alpha;
-  if (slower && rc.change > threshold) return Verdict::Regression;
-  if (faster && rc.change < -threshold) return Verdict::Improved;
+  const bool stands_out_slower = !spread_applied || rc.p_spread_slower_holm <= options.alpha;
+  const bool stands_out_faster = !spread_applied || rc.p_spread_faster_holm <= options.alpha;
+  if (slower && rc.change > threshold) return stands_out_slower ? Verdict::Regression : Verdict::WithinSpread;
+  if (faster && rc.change < -threshold) return stands_out_faster ? Verdict::Improved : Verdict::WithinSpread;
   if (slower) return Verdict::Slower;
   if (faster) return Verdict::Faster;
   if (std::abs(rc.change) > threshold) return Verdict::Noisy;
   return Verdict::Unchanged;
 }
 
+// Holm over the rows tested, for the rank tests and, where the spread was measured, for how far
+// each row stands out of it; then each row's verdict.
 void apply_holm(Comparison& comparison, const std::vector<size_t>& tested) {
-  std::vector<double> slower, faster;
+  const RunSpread& spread = comparison.spread = run_spread(comparison, tested);
+  std::vector<double> slower, faster, spread_slower, spread_faster;
   for (size_t i : tested) {
-    slower.push_back(comparison.rows[i].p_slower);
-    faster.push_back(comparison.rows[i].p_faster);
+    RowComparison& rc = comparison.rows[i];
+    slower.push_back(rc.p_slower);
+    faster.push_back(rc.p_faster);
+    if (!spread.applied) continue;
+    rc.spread_z = std::log1p(rc.change) / spread.sigma;
+    spread_slower.push_back(normal_tail(rc.spread_z));
+    spread_faster.push_back(normal_tail(-rc.spread_z));
   }
   const std::vector<double> slower_holm = stats::holm_adjust(slower), faster_holm = stats::holm_adjust(faster);
+  const std::vector<double> spread_slower_holm = stats::holm_adjust(spread_slower),
+                            spread_faster_holm = stats::holm_adjust(spread_faster);
   for (size_t j = 0; j < tested.size(); ++j) {
     RowComparison& rc = comparison.rows[tested[j]];
     rc.p_slower_holm = slower_holm[j];
     rc.p_faster_holm = faster_holm[j];
-    rc.verdict = timing_verdict(rc, comparison.options);
+    if (spread.applied) {
+      rc.p_spread_slower_holm = spread_slower_holm[j];
+      rc.p_spread_faster_holm = spread_faster_holm[j];
+    }
+    rc.verdict = timing_verdict(rc, comparison.options, spread.applied);
   }
   comparison.tested = static_cast<int>(tested.size());
 }
@@ -359,6 +415,8 @@ std::string verdict_name(Verdict verdict) {
     case Verdict::StillFailing: return "still failing";
     case Verdict::Fixed: return "fixed";
     case Verdict::Improved: return "improved";
+    case Verdict::WithinSpread:
+      return "within the run's spread";
     case Verdict::Slower: return "slower, within threshold";
     case Verdict::Faster: return "faster, within threshold";
     case Verdict::Noisy: return "noisy, not significant";

@@ -7,8 +7,11 @@
 // test guards against noise, the threshold against differences too small to matter. In time mode
 // a row is judged against what the whole run did: the median change of all rows tested (the
 // run-wide shift) is taken out first, so a machine that drifted between two runs does not make
-// every row a suspect; a shift beyond --max-shift, when given, fails on its own. A correctness change
-// (OK -> FAIL, MISTRUSTED or ERROR) always fails. Internal to the harness.
+// every row a suspect; a shift beyond --max-shift, when given, fails on its own. Beyond the shift,
+// two runs of one build differ row by row by more than a row's repetitions show (each process has
+// its own state of caches, pages and clocks), so a regression must also stand out of how far all
+// rows scatter around the shift (the run's spread). A correctness change (OK -> FAIL, MISTRUSTED or
+// ERROR) always fails. Internal to the harness.
 
 #include <map>
 #include <optional>
@@ -34,6 +37,9 @@ enum class RatioBase { Reference, Phase0 };
 /// the rows tested), or nothing (each row's own times). Ratio mode divides by a row of the same
 /// run instead, which cancels drift already.
 enum class Shift { Run, None };
+/// Whether a row's change beyond the run-wide shift must also stand out of the run's spread (how
+/// far the rows' changes scatter around the shift), or is judged by its rank test alone.
+enum class Spread { Run, None };
 /// A run-wide shift is taken only over at least this many rows: the median of fewer follows the
 /// rows that really changed.
 constexpr int kFewestRowsForShift = 8;
@@ -47,6 +53,7 @@ struct Options {
   double fastest_pct = 100;  // compare only the fastest this many percent of each row's samples
   bool allow_incomplete = false;  // compare a run marked incomplete (with a note) instead of refusing it
   Shift shift = Shift::Run;
+  Spread spread = Spread::Run;  // applies where the run-wide shift is taken
   // A run-wide slowdown above this (percent) fails the comparison; NaN: none does. Separate runs
   // of one build drift by more than a row's threshold on a shared machine (docs/regression-gate.md),
   // so only a bound well above that drift tells a change that slowed everything from the machine.
@@ -61,6 +68,8 @@ enum class Verdict {
   StillFailing,  // failing in both
   Fixed,         // failing in BASE, not in NEW
   Improved,      // significantly faster, by more than the threshold
+  WithinSpread,  // beyond the threshold and significant over its repetitions, but no further from
+                 // the run-wide shift than rows of an unchanged build scatter between two runs
   Slower,        // significantly slower, within the threshold
   Faster,        // significantly faster, within the threshold
   Noisy,         // the median moved beyond the threshold, but not significantly
@@ -89,6 +98,10 @@ struct RowComparison {
   int base_reps = 0, new_reps = 0;
   double threshold_pct = kMissing;  // the threshold this row is judged by
   double raw_change = kMissing;     // new / base - 1 before the run-wide shift is taken out
+  // The change beyond the shift in units of the run's spread (log scale), and how likely a row of
+  // an unchanged build is that far out (one-sided, normal), Holm-adjusted over the rows tested.
+  double spread_z = kMissing;
+  double p_spread_slower_holm = kMissing, p_spread_faster_holm = kMissing;
   Verdict verdict = Verdict::Unchanged;
 };
 
@@ -102,6 +115,19 @@ struct RunShift {
   bool fails = false;  // significantly slower, by more than --max-shift
 };
 
+/// How far the rows' changes scatter around the run-wide shift: 1.4826 times the median absolute
+/// deviation of their log changes, a standard deviation that the rows which really changed do not
+/// inflate. Measured where the shift is taken.
+struct RunSpread {
+  bool applied = false;
+  double sigma = kMissing;  // of log(new / base) beyond the shift
+  int rows = 0;
+  // The z one row needs to stand out alone (the first step of Holm: alpha / rows), and the
+  // change beyond the shift that it means: smaller slowdowns cannot fail in this comparison.
+  double z_needed = kMissing, smallest_outstanding_change = kMissing;
+  std::string not_applied_why;
+};
+
 struct Comparison {
   Options options;
   std::string base_label, new_label, base_fingerprint, new_fingerprint;
@@ -110,6 +136,7 @@ struct Comparison {
   std::vector<RowComparison> rows;
   int tested = 0;  // rows in the Holm family
   RunShift shift;
+  RunSpread spread;
   int count(Verdict verdict) const;
   bool failed() const;
 };
@@ -125,6 +152,8 @@ std::string change_text(const RowComparison& row);
 /// "+12.3% [+9.1%, +15.0%]": a change with its interval (without it where the interval is missing).
 std::string change_with_interval_text(double change, const stats::Interval& interval);
 std::string holm_p_text(const RowComparison& row);
+/// The row's change beyond the shift in units of the run's spread: "+3.4" ("-" where not measured).
+std::string spread_z_text(const RowComparison& row);
 std::string status_text(const RowComparison& row);
 /// The JUnit report of `compare --junit` (junit.hpp): a case per row; the rows that fail the gate
 /// fail, the rows whose time is not judged are skipped.

@@ -21,7 +21,11 @@ std::string interval_text(double change, const stats::Interval& ci) {
 std::string regression_message(const RowComparison& rc, const RunShift& shift) {
   return interval_text(rc.change, rc.change_ci) +
          (shift.applied ? " than the whole run (" + format_change_percent(shift.change) + ")" : "") + ", Holm p " +
-         format_significant(rc.p_slower_holm, 2) + ", threshold " + format_significant(rc.threshold_pct, 6) + "%";
+         format_significant(rc.p_slower_holm, 2) +
+         (std::isnan(rc.spread_z) ? ""
+                                  : ", z " + spread_z_text(rc) + " vs the run's spread (Holm p " +
+                                        format_significant(rc.p_spread_slower_holm, 2) + ")") +
+         ", threshold " + format_significant(rc.threshold_pct, 6) + "%";
 }
 
 // The run-wide shift as a case of its own: a shift above --max-shift fails compare without any row

@@ -35,6 +35,7 @@ std::vector<std::string> header(const Comparison& c) {
   std::vector<std::string> cells{
       "row",     "status", "base" + unit, "new" + unit, c.shift.applied ? "change vs run [95% CI]" : "change [95% CI]",
       "p (Holm)"};
+  if (c.spread.applied) cells.push_back("z vs spread");
   if (shows_thresholds(c)) cells.push_back("threshold");
   cells.push_back("verdict");
   return cells;
@@ -44,6 +45,7 @@ std::vector<std::string> cells_of(const RowComparison& rc, const Comparison& c) 
   std::vector<std::string> cells{
       rc.name,         status_text(rc), value_text(rc.base_value, c.options), value_text(rc.new_value, c.options),
       change_text(rc), holm_p_text(rc)};
+  if (c.spread.applied) cells.push_back(spread_z_text(rc));
   if (shows_thresholds(c)) cells.push_back(format_significant(rc.threshold_pct, 6) + "%");
   cells.push_back(verdict_name(rc.verdict));
   return cells;
@@ -87,6 +89,19 @@ std::string settings_text(const Comparison& c) {
          std::to_string(c.rows.size()) + ")";
 }
 
+// How far the rows scatter around the shift, and what that asks of a regression.
+std::string spread_text(const RunSpread& spread, double alpha) {
+  if (!spread.applied) return "; the run's spread: not measured (" + spread.not_applied_why + ")";
+  char scatter[32];
+  std::snprintf(scatter, sizeof scatter, "+-%.1f%%", 100 * std::expm1(spread.sigma));
+  return "; the rows scatter around it by " + std::string(scatter) +
+         " (the run's spread: 1.4826 x the median absolute log change), so a row regresses only when it also "
+         "stands out of that, Holm-corrected at alpha " +
+         format_significant(alpha, 6) + ": alone, by more than " +
+         format_change_percent(spread.smallest_outstanding_change) + " (z " + format_significant(spread.z_needed, 3) +
+         "; --spread none: by its rank test alone)";
+}
+
 // What each row's change is measured against.
 std::string shift_text(const Comparison& c) {
   const RunShift& shift = c.shift;
@@ -94,7 +109,8 @@ std::string shift_text(const Comparison& c) {
     return "run-wide shift: not taken (" + shift.not_applied_why + "): each row is judged on its own times";
   return "run-wide shift: " + change_with_interval_text(shift.change, shift.ci) + ", the median change of " +
          plural(shift.rows, "row") +
-         " tested; each row's change is measured against it (--shift none: against nothing)";
+         " tested; each row's change is measured against it (--shift none: against nothing)" +
+         spread_text(c.spread, c.options.alpha);
 }
 
 // Why each failing row fails, from NEW's reason column.
@@ -157,6 +173,9 @@ std::string method_text(const Comparison& c) {
          " and a one-sided Mann-Whitney U test on the repetition samples, Holm-corrected over the rows "
          "tested, gives p <= " +
          format_significant(c.options.alpha, 6) +
+         (c.spread.applied ? ", and its change beyond the shift stands out of the run's spread (how far all rows "
+                             "scatter around the shift: a normal tail at its z, Holm-corrected alike)"
+                           : std::string()) +
          (c.shift.applied && !std::isnan(c.options.max_shift_pct)
               ? ". A run-wide slowdown above " + format_significant(c.options.max_shift_pct, 6) + "% fails on its own"
               : std::string()) +
@@ -179,6 +198,13 @@ std::string change_text(const RowComparison& rc) {
 std::string holm_p_text(const RowComparison& rc) {
   const double p = rc.change >= 0 ? rc.p_slower_holm : rc.p_faster_holm;
   return std::isnan(p) ? "-" : format_significant(p, 2);
+}
+
+std::string spread_z_text(const RowComparison& rc) {
+  if (std::isnan(rc.spread_z)) return "-";
+  char text[32];
+  std::snprintf(text, sizeof text, "%+.1f", rc.spread_z);
+  return text;
 }
 
 std::string status_text(const RowComparison& rc) {
