@@ -1,18 +1,22 @@
-// Threads as an axis of a run: `run --threads 1,2` has each case at each count (a worker per
-// count), the serial reference once, every row checked and timed at its own count, its speedups
+// Threads as an axis of a run: `run --threads 1,2` has each case at each count (interleaved in one
+// worker where the backend's threads change in a process, a worker per count for Kokkos), the
+// serial reference once, every row checked and timed at its own count, its speedups
 // taken against the phase 0 of the same count, and samples.csv telling the counts apart. A run of
 // one count keeps the row names it always had; the history stores a run of several, a series per
 // count.
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <omp.h>
 
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
 
+#include "phasebench/backend.hpp"
 #include "phasebench/results.hpp"
+#include "phasebench/runner.hpp"
 #include "process.hpp"
 #include "results/results_model.hpp"
 
@@ -42,7 +46,7 @@ class ThreadCountsRun : public ::testing::Test {
   static void SetUpTestSuite() {
     out_ = new fs::path(fresh_temp_path("thread-counts"));
     result_ = new testing::ProcessResult(run_phasebench(
-        "run --quick --size small --filter '^trainer2/lior_step/(torch|reference)/' --threads 1,2 --out " +
+        "run --quick --size small --filter '^trainer2/lior_step/(torch|reference|kokkos)/' --threads 1,2 --out " +
         out_->string()));
   }
   static void TearDownTestSuite() {
@@ -76,6 +80,51 @@ TEST_F(ThreadCountsRun, EachCaseAtEachCountTheReferenceOnce) {
   EXPECT_EQ(reference_rows, 1);
   ASSERT_FALSE(counts_of_phase.empty());
   for (const auto& [phase, counts] : counts_of_phase) EXPECT_EQ(counts, (std::set<int>{1, 2})) << phase;
+}
+
+// Each worker announces the cases it times and their counts: the first has LibTorch's at both
+// counts, interleaved, with the reference and Kokkos at 1 thread; the second Kokkos at 2 alone.
+TEST_F(ThreadCountsRun, CountsThatChangeInAProcessShareAWorkerKokkosHasOneEach) {
+  ASSERT_EQ(result_->exit_code, 0) << result_->output;
+  std::map<std::string, int> rows_of;  // "<backend> <threads>"
+  for (const ResultRow& row : read_results_csv((*out_ / "results.csv").string()))
+    if (row.device == "cpu" && row.status == Status::Ok) ++rows_of[row.backend + " " + std::to_string(row.threads)];
+  ASSERT_GT(rows_of["torch 2"], 0);
+  ASSERT_GT(rows_of["kokkos 2"], 0);
+  const int first = rows_of["torch 1"] + rows_of["torch 2"] + rows_of["reference 1"] + rows_of["kokkos 1"];
+  const std::string output = result_->output;
+  const std::string interleaved = "timing: " + std::to_string(first) + " cases x ";
+  const size_t announced = output.find(interleaved);
+  ASSERT_NE(announced, std::string::npos) << interleaved << "\n" << output;
+  const std::string line = output.substr(announced, output.find('\n', announced) - announced);
+  EXPECT_NE(line.find(" on 1,2 threads, interleaved; a backend whose thread pool is fixed"), std::string::npos) << line;
+  const std::string second = "timing: " + std::to_string(rows_of["kokkos 2"]) + " cases x ";
+  const size_t then = output.find(second, announced + line.size());
+  ASSERT_NE(then, std::string::npos) << second << "\n" << output;
+  EXPECT_NE(output.find(" on 2 threads; a backend whose thread pool is fixed", then), std::string::npos) << output;
+}
+
+// The engine sets each case's count before each of its steps: OpenMP's, and LibTorch's pool.
+TEST(ThreadCounts, EachCaseRunsAtItsOwnCountAndKokkosOnlyInTheWorkerOfItsCount) {
+  const std::shared_ptr<Backend> torch = find_backend("torch"), kokkos = find_backend("kokkos");
+  ASSERT_TRUE(torch && kokkos);
+  EXPECT_TRUE(torch->threads_change_in_process());
+  EXPECT_FALSE(kokkos->threads_change_in_process());
+  Case on_torch, on_kokkos;
+  on_torch.backend = torch;
+  on_kokkos.backend = kokkos;
+  for (const int threads : {2, 1, 3}) {
+    on_torch.threads = threads;
+    use_threads_of(on_torch);
+    EXPECT_EQ(omp_get_max_threads(), threads);
+    EXPECT_EQ(torch->metadata().at("threads"), threads);  // at::get_num_threads()
+  }
+  const std::vector<int> counts{1, 2};
+  on_torch.threads = on_kokkos.threads = 2;
+  EXPECT_TRUE(runs_in_worker(on_torch, counts, 1));
+  EXPECT_FALSE(runs_in_worker(on_torch, counts, 2));
+  EXPECT_FALSE(runs_in_worker(on_kokkos, counts, 1));
+  EXPECT_TRUE(runs_in_worker(on_kokkos, counts, 2));
 }
 
 TEST_F(ThreadCountsRun, SamplesCarryTheirThreadsAndTheRunRecordsItsCounts) {

@@ -204,6 +204,9 @@ class KokkosBackend final : public Backend {
 
   // Serial runs on one thread whatever was asked; an initialized OpenMP or Threads space says how
   // many it runs on (what Kokkos made of the request); a GPU space reports its own concurrency.
+  // Kokkos sizes its OpenMP pool once, in Kokkos::initialize.
+  bool threads_change_in_process() const override { return false; }
+
   int effective_threads(int requested) const override {
     if (device_is_gpu()) return requested;
     if (!host_space_takes_thread_count()) return 1;

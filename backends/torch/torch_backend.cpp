@@ -212,6 +212,12 @@ class TorchBackend final : public Backend {
     }
   }
 
+  // The intra-op pool follows each case's count; resizing it also rebuilds LibTorch's pthreadpool,
+  // so an unchanged count is left alone.
+  void use_threads(int threads) override {
+    if (at::get_num_threads() != threads) at::set_num_threads(std::max(1, threads));
+  }
+
   // CUDA adds its caching allocator and, when this LibTorch has them, CUDA graphs.
   Capabilities capabilities(const std::string& device) const override {
     Capabilities has{Capability::Bf16, Capability::Autograd};

@@ -52,6 +52,14 @@ class Backend {
   }
   /// The threads its variants actually use when `requested` were asked for (the threads column).
   virtual int effective_threads(int requested) const { return requested; }
+  /// Whether its CPU thread count can change between the cases of one process. Where it can, a run
+  /// of several counts (--threads 1,2) interleaves them in one worker; a pool fixed when the
+  /// runtime starts (Kokkos' OpenMP pool) takes a worker per count.
+  virtual bool threads_change_in_process() const { return true; }
+  /// Sets the thread count for the steps of a case about to run (its setup, checks and each
+  /// repetition), after init() and only where threads_change_in_process(). init() gets the most
+  /// threads any of its cases in the process asks for.
+  virtual void use_threads(int threads) { (void)threads; }
   /// Versions and configuration for machine.json (library version, threads, ISA, ...).
   virtual nlohmann::json metadata() const = 0;
   /// Attach/detach the runtime hooks that feed pb::counters (op dispatch, allocations).

@@ -79,8 +79,8 @@ struct RunOptions {
   std::vector<SizeClass> sizes{SizeClass::Default};  // every case at each, in one interleaved schedule
   int reps = 10;            // repetitions per timed case while the budget allows, never fewer than 3
   bool reps_fixed = false;  // --reps given: exactly `reps`, whatever the budget
-  std::vector<int> thread_counts{1};  // every case at each (--threads 1,2,max), a worker per count
-  int threads = 1;                    // the count this worker runs: one of thread_counts
+  std::vector<int> thread_counts{1};  // every case at each (--threads 1,2,max): runs_in_worker()
+  int threads = 1;                    // the count of this worker: one of thread_counts
   uint64_t seed = 1;
   bool quick = false;
   double time_budget_s = kDefaultTimeBudgetSeconds;
@@ -116,7 +116,16 @@ struct VerifyOptions {
 /// it made (not those in `done`).
 std::vector<VerifyLine> execute_verify(const VerifyOptions& options);
 
-/// Initializes the backends the cases use (once per process) with this thread count.
+/// Whether the worker of `worker_threads` (one of `thread_counts`, a worker each) runs case `c`.
+/// A backend whose threads change within a process has all its counts in the first count's worker,
+/// their repetitions interleaved under the same conditions; one whose pool is fixed when it starts
+/// (Kokkos) has each count in the worker of that count.
+bool runs_in_worker(const Case& c, const std::vector<int>& thread_counts, int worker_threads);
+/// Sets the thread count of OpenMP and of `c`'s backend to the case's, before a step of it.
+void use_threads_of(const Case& c);
+
+/// Initializes the backends the cases use (once per process), each with the most threads of
+/// `threads` and its cases' own (Case::threads).
 void init_backends(const std::vector<Case>& cases, int threads);
 /// Finalizes the backends init_backends() initialized, last first. Returns how many there were.
 size_t finalize_backends();

@@ -96,7 +96,7 @@ int run_cli(int argc, char** argv, CliMode mode) {
                   "repetition may take 10 times its planned time (default 300)", 0.1, 1e7);
   add_thread_counts_option(*run, "--threads", run_command.options.thread_counts,
                            "CPU threads for torch, OpenMP, oneDNN, comma-separated, max for all cores: every "
-                           "case at each, a worker per count (default: all cores)");
+                           "case at each, interleaved in one worker (Kokkos: a worker per count; default: all cores)");
   add_seed_option(*run, "--seed", run_command.options.seed, "input seed (default 1)");
   run->add_flag("--quick", run_command.options.quick, "3 short repetitions: a smoke test, not a measurement");
   run->add_option("--out", run_command.out_dir, "run directory to create (must not exist)");

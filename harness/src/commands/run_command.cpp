@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -308,8 +309,8 @@ class Supervisor {
 
   fs::path record_dir() const { return scratch_.path() / kRecord; }
 
-  // For each of the run's thread counts in turn, starts workers until one gets through every case
-  // at that count; each goes on from the record.
+  // For each worker's thread count in turn (worker_counts), starts workers until one gets through
+  // every case of that worker; each goes on from the record.
   int run(const std::vector<int>& thread_counts) {
     worker_environment::prepare_for_workers();
     for (const int threads : thread_counts)
@@ -368,6 +369,19 @@ class Supervisor {
   bool resuming_;
 };
 
+// The thread counts whose worker has cases (runs_in_worker): without a backend whose pool is fixed
+// when it starts, the first count's worker runs every count.
+std::vector<int> worker_counts(const RunOptions& options) {
+  const std::vector<Case> cases = detail::run_cases(options);
+  std::vector<int> counts;
+  for (const int threads : options.thread_counts)
+    if (std::any_of(cases.begin(), cases.end(),
+                    [&](const Case& c) { return runs_in_worker(c, options.thread_counts, threads); }))
+      counts.push_back(threads);
+  if (counts.empty()) counts.push_back(options.thread_counts.front());  // a shard without cases still writes its run
+  return counts;
+}
+
 // The options of the incomplete run in `directory`, whose record the supervisor takes over.
 RunOptions take_over_resume_record(const fs::path& directory, const fs::path& record_dir) {
   const results::RunData run = results::load_run(directory.string());
@@ -418,7 +432,7 @@ int run(RunCommand command) {
     work(supervisor.record_dir().parent_path(), false, options.thread_counts.front());
     return write_run(directory, resuming, supervisor.record_dir(), std::nullopt);
   }
-  return supervisor.run(options.thread_counts);
+  return supervisor.run(worker_counts(options));
 }
 
 }  // namespace pb::commands

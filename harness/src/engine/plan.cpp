@@ -163,15 +163,32 @@ std::vector<std::shared_ptr<Backend>>& initialized_backends() {
 }
 }  // namespace
 
+bool runs_in_worker(const Case& c, const std::vector<int>& thread_counts, int worker_threads) {
+  if (c.backend->threads_change_in_process()) return !thread_counts.empty() && worker_threads == thread_counts.front();
+  return c.threads == worker_threads;
+}
+
+void use_threads_of(const Case& c) {
+  omp_set_num_threads(c.threads);
+  if (c.backend->threads_change_in_process()) c.backend->use_threads(c.threads);
+}
+
 void init_backends(const std::vector<Case>& cases, int threads) {
-  omp_set_num_threads(threads);
+  std::map<const Backend*, int> most_threads;
+  for (const Case& c : cases) {
+    int& most = most_threads.emplace(c.backend.get(), threads).first->second;
+    most = std::max(most, c.threads);
+  }
   auto& done = initialized_backends();
   for (const Case& c : cases) {
     if (std::find(done.begin(), done.end(), c.backend) != done.end()) continue;
     if (!c.backend->unavailable_reason().empty()) continue;
-    c.backend->init(RuntimeOptions{threads});
+    const int backend_threads = most_threads.at(c.backend.get());
+    omp_set_num_threads(backend_threads);  // Kokkos compares its count with OpenMP's
+    c.backend->init(RuntimeOptions{backend_threads});
     done.push_back(c.backend);
   }
+  omp_set_num_threads(threads);
 }
 
 size_t finalize_backends() {

@@ -127,8 +127,14 @@ class RunInProgress {
   RunInProgress(const RunOptions& options, const RunRecord& previous, RunRecorder& recorder, const RunHooks& hooks)
       : options_(options), previous_(previous), recorder_(recorder), hooks_(hooks), plan_(timing_plan(options)),
         progress_(Progress::on_stderr()) {
-    for (Case& c : run_cases(options))
-      if (c.threads == options.threads) cases_.emplace_back(std::move(c));  // the other counts: other workers
+    const std::vector<int>& counts = options.thread_counts;
+    const auto later_counts = std::find(counts.begin(), counts.end(), options.threads) + 1;
+    for (Case& c : run_cases(options)) {
+      if (runs_in_worker(c, counts, options.threads))
+        cases_.emplace_back(std::move(c));
+      else if (std::any_of(later_counts, counts.end(), [&](int w) { return runs_in_worker(c, counts, w); }))
+        ++later_workers_cases_;
+    }
     checked_ms_.assign(cases_.size(), 0);
     std::vector<Case> specs;
     for (const LiveCase& live : cases_) specs.push_back(live.spec);
@@ -146,8 +152,11 @@ class RunInProgress {
     const auto found = previous_.checked.find(cases_[i].spec.row_key());
     return found == previous_.checked.end() ? nullptr : &found->second;
   }
+  // Every step of a case (its setup and check, warm-up, each repetition, the check after timing)
+  // begins here: journaled, and at the case's own thread count.
   void begin_step(size_t i, double limit_seconds) {
     if (hooks_.starting_step) hooks_.starting_step(name(i), limit_seconds);
+    use_threads_of(cases_[i].spec);
   }
   const Problem& problem_of(const LiveCase& live) { return problem_for(problems_, live.spec, options_.seed); }
   void note(size_t i, const std::string& what, const std::string& after = "") {
@@ -163,15 +172,13 @@ class RunInProgress {
   bool set_up_again(size_t i);
   void announce(const std::vector<CaseTiming>& timings, const std::vector<Repetition>& schedule, double budget);
   std::string sweep_points() const;
-  // What is left of the run's time budget for this worker's thread count: an equal share of it with
-  // the counts that come after, once their checking (as long as this worker's, the same cases) is
-  // set aside.
+  // What is left of the run's time budget for this worker: its share by cases against the workers
+  // still to come, once their checking (at this worker's pace per case) is set aside.
   double budget_share_left() const {
-    const auto& counts = options_.thread_counts;
-    const auto position = std::find(counts.begin(), counts.end(), options_.threads);
-    const double counts_left = position == counts.end() ? 1.0 : static_cast<double>(counts.end() - position);
     const double left = options_.time_budget_s - (seconds_since_epoch() - hooks_.budget_started_at);
-    return (left - (counts_left - 1) * checking_seconds_) / counts_left;
+    const double mine = static_cast<double>(std::max<size_t>(1, cases_.size()));
+    const double later = static_cast<double>(later_workers_cases_);
+    return (left - checking_seconds_ * later / mine) * mine / (mine + later);
   }
 
   const RunOptions& options_;
@@ -184,6 +191,7 @@ class RunInProgress {
   std::vector<std::string> names_;
   std::vector<double> checked_ms_;  // 0: checked by an earlier worker (its variant is not set up here)
   double checking_seconds_ = 0;     // how long this worker's checking took
+  size_t later_workers_cases_ = 0;  // cases the workers of the counts after this one run
   std::map<std::string, Problem> problems_;  // per workload and size: inputs and oracle, made once
 };
 
@@ -306,9 +314,13 @@ std::string RunInProgress::sweep_points() const {
   std::string text;
   if (options_.sizes.size() > 1) text += " at sizes " + size_list_text(options_.sizes);
   if (options_.thread_counts.size() > 1) {
+    std::set<int> here;
+    for (const LiveCase& live : cases_) here.insert(live.spec.threads);
     std::string counts;
-    for (const int threads : options_.thread_counts) counts += (counts.empty() ? "" : ",") + std::to_string(threads);
-    text += " on " + std::to_string(options_.threads) + " threads (of " + counts + ", a worker each)";
+    for (const int threads : here) counts += (counts.empty() ? "" : ",") + std::to_string(threads);
+    text += " on " + counts + (here.size() > 1 ? " threads, interleaved" : " threads");
+    if (later_workers_cases_ > 0 || options_.threads != options_.thread_counts.front())
+      text += "; a backend whose thread pool is fixed when it starts has a worker per count";
   }
   return text;
 }
