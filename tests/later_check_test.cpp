@@ -126,8 +126,8 @@ TEST(LaterCheck, VerifyFailsARowWhoseSecondRunDrifts) {
   EXPECT_EQ(clean.exit_code, 0) << clean.output;
 }
 
-// `run` checks every timed case again after its timing: the drifting row is a FAIL without a
-// time (it timed other work than was checked), every other row keeps its time and the later
+// `run` checks what every timed case's last repetition left: the drifting row is a FAIL without
+// a time (it timed other work than was checked), every other row keeps its time and the later
 // check's error, within its tolerance.
 TEST(LaterCheck, RunFailsARowThatDriftsDuringItsTimingAndKeepsTheOthers) {
   const fs::path out = fresh_temp_path("drift-run");
@@ -142,7 +142,8 @@ TEST(LaterCheck, RunFailsARowThatDriftsDuringItsTimingAndKeepsTheOthers) {
     if (name.find(kDriftingRow) != std::string::npos) {
       drifted_row_seen = true;
       EXPECT_EQ(row.status, Status::Fail) << name;
-      EXPECT_NE(row.reason.find("a run after the timing disagrees with the oracle"), std::string::npos) << row.reason;
+      EXPECT_NE(row.reason.find("the last timed repetition disagrees with the oracle"), std::string::npos)
+          << row.reason;
       EXPECT_TRUE(std::isnan(row.median_ms)) << "a drifting row's timing is dropped";
       EXPECT_GT(row.later_rel_l2_err, row.tolerance);
       EXPECT_LE(row.rel_l2_err, row.tolerance) << "its first run passed";
@@ -154,6 +155,27 @@ TEST(LaterCheck, RunFailsARowThatDriftsDuringItsTimingAndKeepsTheOthers) {
   }
   EXPECT_TRUE(drifted_row_seen) << result.output;
   EXPECT_GT(others_ok, 0) << result.output;
+  fs::remove_all(out);
+}
+
+// A variant whose runs after the first do no work leaves the first run's right outputs in place
+// unless they are poisoned again before the timing: the check after it sees the poison.
+TEST(LaterCheck, RunFailsARowWhoseLaterRunsStopWritingItsOutputs) {
+  const fs::path out = fresh_temp_path("stale-run");
+  const auto result =
+      run_phasebench(std::string("run --quick --size small --filter ") + kWorkload + " --out " + out.string(),
+                     std::string("PHASEBENCH_INJECT_STALE=") + kDriftingRow);
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  bool stale_row_seen = false;
+  for (const ResultRow& row : read_results_csv((out / "results.csv").string())) {
+    if (results::row_name(row).find(kDriftingRow) == std::string::npos) continue;
+    stale_row_seen = true;
+    EXPECT_EQ(row.status, Status::Fail);
+    EXPECT_NE(row.reason.find("the last timed repetition disagrees with the oracle"), std::string::npos) << row.reason;
+    EXPECT_NE(row.reason.find("NaN"), std::string::npos) << "the poison is what it left: " << row.reason;
+    EXPECT_LE(row.rel_l2_err, row.tolerance) << "its first run passed";
+  }
+  EXPECT_TRUE(stale_row_seen) << result.output;
   fs::remove_all(out);
 }
 

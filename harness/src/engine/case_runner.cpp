@@ -59,6 +59,7 @@ void prepare(LiveCase& live, const Problem& problem, int threads) {
     live.variant = with_injected_slowdown(std::move(live.variant), *live.spec.backend, live.spec.device,
                                           live.spec.row_name());
     live.variant = with_injected_drift(std::move(live.variant), live.spec.row_name());
+    live.variant = with_injected_stale_outputs(std::move(live.variant), live.spec.row_name());
     live.variant->setup(problem.inputs);
   } catch (const std::exception& error) {
     record_error(live, "setup", error);
@@ -93,11 +94,23 @@ void check_later_run(LiveCase& live, const Problem& problem, const std::string& 
   if (!live.variant || live.status != Status::Ok) return;
   try {
     poisoned_run(live);
+  } catch (const std::exception& error) {
+    record_error(live, which_run, error);
+    return;
+  }
+  check_outputs_left(live, problem, which_run);
+}
+
+void check_outputs_left(LiveCase& live, const Problem& problem, const std::string& which_run) {
+  if (!live.variant || live.status != Status::Ok) return;
+  try {
     CheckResult later = compare_with_oracle(live, problem);
     live.later_rel_l2_err = later.worst.rel_l2_err;
     if (later.status == Status::Ok) return;
     live.status = Status::Fail;
-    live.reason = which_run + " disagrees with the oracle although the first run passed (state kept between runs?): " +
+    live.reason = which_run +
+                  " disagrees with the oracle although the first run passed (state kept between runs, or outputs "
+                  "no longer written?): " +
                   later.reason;
     live.check = std::move(later);
   } catch (const std::exception& error) {

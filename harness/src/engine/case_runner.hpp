@@ -51,6 +51,10 @@ void check(LiveCase& live, const Problem& problem);
 /// `which_run`, and `check` holds the later run's errors. A case whose first check did not pass
 /// is left as it is.
 void check_later_run(LiveCase& live, const Problem& problem, const std::string& which_run);
+/// The same check on the outputs the variant's last run left, without running it again: after the
+/// timing, the last timed repetition's (the outputs were poisoned before the warm-up, so a variant
+/// that stopped writing them shows it too).
+void check_outputs_left(LiveCase& live, const Problem& problem, const std::string& which_run);
 /// The runs `verify` makes of a case beyond the first, each checked; the last is the third.
 inline constexpr int kVerifiedRunsPerCase = 3;
 /// One untimed iteration inside a CountingScope, with the backend's hooks attached.

@@ -49,7 +49,36 @@ class DriftingVariant : public Variant {
   int64_t runs_since_setup_ = 0;
 };
 
+// Forwards to the real variant, but only its first run after setup does any work, as a variant
+// that caches its result (or skips work it believes done) would: later runs leave the outputs as
+// they are.
+class StaleVariant : public Variant {
+ public:
+  explicit StaleVariant(std::unique_ptr<Variant> inner) : inner_(std::move(inner)) {}
+
+  std::optional<CannotRun> support() const override { return inner_->support(); }
+  void setup(const ArrayMap& inputs) override {
+    inner_->setup(inputs);
+    ran_since_setup_ = false;
+  }
+  void poison_outputs() override { inner_->poison_outputs(); }
+  void run() override {
+    if (!ran_since_setup_) inner_->run();
+    ran_since_setup_ = true;
+  }
+  ArrayMap outputs() override { return inner_->outputs(); }
+
+ private:
+  std::unique_ptr<Variant> inner_;
+  bool ran_since_setup_ = false;
+};
+
 }  // namespace
+
+std::unique_ptr<Variant> with_injected_stale_outputs(std::unique_ptr<Variant> variant, const std::string& row_name) {
+  if (!selects("PHASEBENCH_INJECT_STALE", row_name)) return variant;
+  return std::make_unique<StaleVariant>(std::move(variant));
+}
 
 std::unique_ptr<Variant> with_injected_drift(std::unique_ptr<Variant> variant, const std::string& row_name) {
   if (!selects("PHASEBENCH_INJECT_DRIFT", row_name)) return variant;

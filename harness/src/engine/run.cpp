@@ -289,6 +289,8 @@ std::vector<CaseTiming> RunInProgress::new_timings(const std::vector<size_t>& ti
     const bool fresh = checked_ms_[i] == 0;
     if (!set_up_again(i)) continue;
     try {
+      // What the timed runs leave is checked after the timing: from here on, only they write it.
+      if (!fresh) cases_[i].variant->poison_outputs();
       timings[i] = warm_up(cases_[i], plan_, checked_ms_[i], fresh);
       fitted.push_back(&timings[i]);
     } catch (const std::exception& error) {
@@ -296,11 +298,7 @@ std::vector<CaseTiming> RunInProgress::new_timings(const std::vector<size_t>& ti
       fail(i);
     }
   }
-  const double budget_left = budget_share_left();
-  // The check after the timing runs each case once more: that time comes out of the budget too.
-  double later_checks_seconds = 0;
-  for (const CaseTiming* timing : fitted) later_checks_seconds += timing->iteration_ms / 1e3;
-  fit_repetitions(fitted, plan_, std::max(0.0, budget_left - later_checks_seconds));
+  fit_repetitions(fitted, plan_, std::max(0.0, budget_share_left()));
   std::map<std::string, CaseTiming> recorded = previous_.plan;  // the other thread counts' plans
   for (size_t i : timed)
     if (cases_[i].status == Status::Ok) recorded[name(i)] = timings[i];
@@ -392,9 +390,10 @@ void RunInProgress::time_all() {
                  format_duration(seconds_since_epoch() - started_at) + " (estimated " + format_duration(estimate) + ")");
 }
 
-// Every timed case checked once more after its timing, on the state its timed runs left: what
-// was timed must be what was checked. A case an earlier worker timed is set up again and run
-// once before its checked run, so that run still follows another.
+// Every timed case checked once more after its timing: what was timed must be what was checked.
+// The outputs its last timed repetition left are checked as they are (poisoned before the
+// warm-up, so only the timed runs wrote them). A case an earlier worker timed is set up again,
+// run once, and checked on a run that follows it.
 void RunInProgress::check_after_timing() {
   std::vector<size_t> to_check;
   for (size_t i = 0; i < cases_.size(); ++i)
@@ -407,15 +406,17 @@ void RunInProgress::check_after_timing() {
     LiveCase& live = cases_[i];
     begin_step(i, check_limit_seconds(plan_));
     progress_.step(name(i));
-    if (!live.variant) {
+    if (live.variant) {
+      check_outputs_left(live, problem_of(live), "the last timed repetition");
+    } else {
       if (!set_up_again(i)) continue;
       try {
         live.variant->run();
       } catch (const std::exception& error) {
         record_error(live, "run before the check after timing", error);
       }
+      check_later_run(live, problem_of(live), "a run after the timing");
     }
-    check_later_run(live, problem_of(live), "a run after the timing");
     if (live.status == Status::Error) {
       fail(i);
       continue;
