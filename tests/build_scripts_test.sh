@@ -7,6 +7,7 @@
 # asks for the running packages only, a plain one for the test packages too; a bad argument exits 2.
 # Then two real configures (the other backends off, so seconds) with PHASEBENCH_WITH_CUDA=IF_GPU
 # and an nvidia-smi shim: without a GPU the summary says cuda is off and why; with one, cuda is built.
+# And ci/main.sh's run: a first-look time budget unless the arguments set one (or the repetitions).
 # Usage: build_scripts_test.sh SCRATCH_DIR
 set -uo pipefail
 scratch=$1
@@ -105,6 +106,23 @@ expect_call install-all '^apt-get install .* libtorch-dev chromium$'
 install bad --everything
 [ "$status" -eq 2 ] || fail "install-deps.sh --everything: exit $status, expected 2"
 [ -z "$calls" ] || fail "install-deps.sh --everything: ran $calls"
+
+# main ARGS...: ci/main.sh's call of `phasebench run` (a stand-in phasebench logs its arguments).
+mkdir -p "$scratch/main-build"
+printf '#!/bin/sh\necho "$*" > "%s"\n' "$scratch/main-run.log" > "$scratch/main-build/phasebench"
+chmod +x "$scratch/main-build/phasebench"
+main() {
+  PHASEBENCH_SKIP_INSTALL=1 PHASEBENCH_SKIP_BUILD=1 PHASEBENCH_BUILD_DIR="$scratch/main-build" \
+    bash "$repo/ci/main.sh" "$@" > /dev/null 2>&1 || fail "main.sh $*: exit $?"
+  cat "$scratch/main-run.log"
+}
+[ "$(main)" = "run --time-budget 240" ] || fail "main.sh: runs '$(main)', expected its first-look budget"
+[ "$(main --suite trainer2)" = "run --suite trainer2 --time-budget 240" ] || fail "main.sh --suite: '$(main --suite trainer2)'"
+for own in "--time-budget 600" "--reps 20" "--quick --size small"; do
+  # shellcheck disable=SC2086
+  [ "$(main $own)" = "run $own" ] || fail "main.sh $own: runs '$(main $own)', expected the user's own"
+done
+[ "$(PHASEBENCH_MAIN_TIME_BUDGET=90 main)" = "run --time-budget 90" ] || fail "PHASEBENCH_MAIN_TIME_BUDGET: not used"
 
 # configure CASE NVIDIA_SMI_OUTPUT STATUS: a real configure with an nvidia-smi that says OUTPUT.
 configure() {
