@@ -335,10 +335,13 @@ void RunInProgress::announce(const std::vector<CaseTiming>& timings, const std::
     }
   const std::string reps = fewest == most ? std::to_string(most) : std::to_string(fewest) + "-" + std::to_string(most);
   const double planned = progress_.seconds_left();
+  double one_each = 0;  // one repetition of every timed case
+  for (const CaseTiming& timing : timings)
+    if (timing.reps > 0) one_each += repetition_seconds(timing);
   std::string budget_text = " (--reps fixed)";
   if (!options_.reps_fixed) {
     budget_text = "; time budget left " + format_duration(std::max(0.0, budget));
-    if (planned > budget)
+    if (one_each > budget)
       budget_text += ": too little for one repetition of each case, so the run takes longer than its budget";
     else if (fewest < static_cast<int>(stats::kFewestSamplesForInterval))
       budget_text += " (the slowest cases get fewer than " + std::to_string(stats::kFewestSamplesForInterval) +
