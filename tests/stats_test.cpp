@@ -24,6 +24,14 @@ TEST(Stats, QuantileInterpolatesBetweenOrderStatistics) {
 
 TEST(Stats, EmptySamplesAreAnError) { EXPECT_THROW(median({}), std::invalid_argument); }
 
+// The normal tail compare judges a row's z by, and the z a one-row regression needs over 24 rows.
+TEST(Stats, NormalTailAndItsQuantile) {
+  EXPECT_DOUBLE_EQ(normal_tail(0), 0.5);
+  EXPECT_NEAR(normal_tail(1.959964), 0.025, 1e-7);
+  EXPECT_NEAR(normal_quantile_above(0.05 / 24), 2.8653, 1e-4);
+  EXPECT_NEAR(normal_tail(normal_quantile_above(1e-6)), 1e-6, 1e-12);
+}
+
 TEST(Stats, SummaryHasMinMaxAndAnIntervalAroundTheMedian) {
   const Summary s = summarize({1.0, 1.1, 0.9, 1.05, 0.95, 1.02, 0.98, 1.01, 0.99, 5.0});
   EXPECT_DOUBLE_EQ(s.min, 0.9);

@@ -117,13 +117,6 @@ class OnednnBackend final : public Backend {
 
   void finalize() override { runtime().reset(); }
 
-  // Primitives size their scratchpads from omp_get_max_threads() when they are created, so a
-  // case's count is set before its setup and again before each of its runs.
-  void use_threads(int threads) override {
-    omp_set_num_threads(std::max(1, threads));
-    if (runtime()) runtime()->threads = threads;
-  }
-
   // bf16 primitives (native where the ISA has it, else oneDNN's emulation). The CPU engine
   // allocates plain host memory (no cache to empty) and has no graph capture.
   Capabilities capabilities(const std::string&) const override { return {Capability::Bf16}; }

@@ -56,9 +56,10 @@ class Backend {
   /// of several counts (--threads 1,2) interleaves them in one worker; a pool fixed when the
   /// runtime starts (Kokkos' OpenMP pool) takes a worker per count.
   virtual bool threads_change_in_process() const { return true; }
-  /// Sets the thread count for the steps of a case about to run (its setup, checks and each
-  /// repetition), after init() and only where threads_change_in_process(). init() gets the most
-  /// threads any of its cases in the process asks for.
+  /// Sets the thread count of a pool of its own for the steps of a case about to run (its setup,
+  /// checks and each repetition), after init() and only where threads_change_in_process(); the
+  /// engine sets OpenMP's count itself. init() gets the most threads any of its cases in the
+  /// process asks for.
   virtual void use_threads(int threads) { (void)threads; }
   /// Versions and configuration for machine.json (library version, threads, ISA, ...).
   virtual nlohmann::json metadata() const = 0;

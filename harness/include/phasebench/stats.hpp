@@ -72,6 +72,10 @@ double student_t_95(int degrees_of_freedom);
 /// about the shape of the timing distribution, and one outlier moves it little.
 double mann_whitney_p_greater(const std::vector<double>& lower, const std::vector<double>& higher);
 
+/// The one-sided tail of a standard normal beyond z, and the z beyond which it holds `p`.
+double normal_tail(double z);
+double normal_quantile_above(double p);
+
 /// Holm-Bonferroni adjusted p-values (same order as `p_values`): rejecting every hypothesis whose
 /// adjusted p is <= alpha keeps the chance of any false rejection among them <= alpha.
 std::vector<double> holm_adjust(const std::vector<double>& p_values);

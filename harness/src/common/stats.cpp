@@ -179,11 +179,21 @@ double normal_upper_tail(size_t m, size_t n, const RankSums& sums) {
   const double n1 = static_cast<double>(m), n2 = static_cast<double>(n), total = n1 + n2;
   const double variance = n1 * n2 / 12 * ((total + 1) - sums.tie_term / (total * (total - 1)));
   if (variance <= 0) return 1.0;  // every value tied: no evidence either way
-  const double z = (sums.u_higher - n1 * n2 / 2 - 0.5) / std::sqrt(variance);
-  return 0.5 * std::erfc(z / std::sqrt(2.0));
+  return normal_tail((sums.u_higher - n1 * n2 / 2 - 0.5) / std::sqrt(variance));
 }
 
 }  // namespace
+
+double normal_tail(double z) { return 0.5 * std::erfc(z / std::sqrt(2.0)); }
+
+double normal_quantile_above(double p) {
+  double low = -40, high = 40;  // bisection: the tail falls monotonically in z
+  for (int i = 0; i < 200; ++i) {
+    const double middle = (low + high) / 2;
+    (normal_tail(middle) > p ? low : high) = middle;
+  }
+  return (low + high) / 2;
+}
 
 double mann_whitney_p_greater(const std::vector<double>& lower, const std::vector<double>& higher) {
   require_samples(lower);

@@ -197,19 +197,6 @@ double threshold_of(const RowComparison& rc, const Options& options) {
   return rule ? rule->threshold_pct : options.threshold_pct;
 }
 
-// One-sided tail probability of a standard normal beyond z.
-double normal_tail(double z) { return 0.5 * std::erfc(z / std::sqrt(2.0)); }
-
-// The z a standard normal exceeds with probability p (bisection: precise enough for a message).
-double normal_quantile_above(double p) {
-  double low = -40, high = 40;
-  for (int i = 0; i < 200; ++i) {
-    const double mid = (low + high) / 2;
-    (normal_tail(mid) > p ? low : high) = mid;
-  }
-  return (low + high) / 2;
-}
-
 // The run's spread: 1.4826 times the median absolute log change beyond the shift of the rows
 // tested. The shift is their median change, so the log changes centre on zero; the rows that
 // really changed are a minority and barely move the median of the deviations.
@@ -232,7 +219,7 @@ RunSpread run_spread(const Comparison& comparison, const std::vector<size_t>& te
     return spread;
   }
   spread.applied = true;
-  spread.z_needed = normal_quantile_above(comparison.options.alpha / spread.rows);
+  spread.z_needed = stats::normal_quantile_above(comparison.options.alpha / spread.rows);
   spread.smallest_outstanding_change = std::expm1(spread.z_needed * spread.sigma);
   return spread;
 }
@@ -261,8 +248,8 @@ void apply_holm(Comparison& comparison, const std::vector<size_t>& tested) {
     faster.push_back(rc.p_faster);
     if (!spread.applied) continue;
     rc.spread_z = std::log1p(rc.change) / spread.sigma;
-    spread_slower.push_back(normal_tail(rc.spread_z));
-    spread_faster.push_back(normal_tail(-rc.spread_z));
+    spread_slower.push_back(stats::normal_tail(rc.spread_z));
+    spread_faster.push_back(stats::normal_tail(-rc.spread_z));
   }
   const std::vector<double> slower_holm = stats::holm_adjust(slower), faster_holm = stats::holm_adjust(faster);
   const std::vector<double> spread_slower_holm = stats::holm_adjust(spread_slower),

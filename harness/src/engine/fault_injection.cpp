@@ -6,6 +6,7 @@
 #include <regex>
 #include <thread>
 
+#include "engine/forwarding_variant.hpp"
 #include "phasebench/errors.hpp"
 
 namespace pb::detail {
@@ -23,53 +24,46 @@ bool selects(const char* variable, const std::string& row_name) {
 
 // Forwards to the real variant, but hands back the sum of the outputs of every run since setup,
 // as a variant that accumulates into a buffer it never resets would.
-class DriftingVariant : public Variant {
+class DriftingVariant : public ForwardingVariant {
  public:
-  explicit DriftingVariant(std::unique_ptr<Variant> inner) : inner_(std::move(inner)) {}
+  using ForwardingVariant::ForwardingVariant;
 
-  std::optional<CannotRun> support() const override { return inner_->support(); }
   void setup(const ArrayMap& inputs) override {
-    inner_->setup(inputs);
+    inner().setup(inputs);
     runs_since_setup_ = 0;
   }
-  void poison_outputs() override { inner_->poison_outputs(); }
   void run() override {
-    inner_->run();
+    inner().run();
     ++runs_since_setup_;
   }
   ArrayMap outputs() override {
-    ArrayMap sums = inner_->outputs();
+    ArrayMap sums = inner().outputs();
     for (auto& [name, array] : sums)
       for (double& value : array.values) value *= static_cast<double>(runs_since_setup_);
     return sums;
   }
 
  private:
-  std::unique_ptr<Variant> inner_;
   int64_t runs_since_setup_ = 0;
 };
 
 // Forwards to the real variant, but only its first run after setup does any work, as a variant
 // that caches its result (or skips work it believes done) would: later runs leave the outputs as
 // they are.
-class StaleVariant : public Variant {
+class StaleVariant : public ForwardingVariant {
  public:
-  explicit StaleVariant(std::unique_ptr<Variant> inner) : inner_(std::move(inner)) {}
+  using ForwardingVariant::ForwardingVariant;
 
-  std::optional<CannotRun> support() const override { return inner_->support(); }
   void setup(const ArrayMap& inputs) override {
-    inner_->setup(inputs);
+    inner().setup(inputs);
     ran_since_setup_ = false;
   }
-  void poison_outputs() override { inner_->poison_outputs(); }
   void run() override {
-    if (!ran_since_setup_) inner_->run();
+    if (!ran_since_setup_) inner().run();
     ran_since_setup_ = true;
   }
-  ArrayMap outputs() override { return inner_->outputs(); }
 
  private:
-  std::unique_ptr<Variant> inner_;
   bool ran_since_setup_ = false;
 };
 

@@ -168,6 +168,8 @@ bool runs_in_worker(const Case& c, const std::vector<int>& thread_counts, int wo
   return c.threads == worker_threads;
 }
 
+// OpenMP's count is oneDNN's and the plain code's: primitives size their scratchpads from it when
+// they are created, so it is set before a case's setup and again before each of its runs.
 void use_threads_of(const Case& c) {
   omp_set_num_threads(c.threads);
   if (c.backend->threads_change_in_process()) c.backend->use_threads(c.threads);

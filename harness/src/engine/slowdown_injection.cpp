@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <regex>
 
+#include "engine/forwarding_variant.hpp"
 #include "phasebench/errors.hpp"
 
 namespace pb::detail {
@@ -42,26 +43,20 @@ double spin_unit_ns() {
 // Forwards everything to the real variant; run() adds the injected work. CPU work rather than a
 // wait on the clock: on a busy machine the variant's work and the extra work slow down alike,
 // while a wait proportional to the wall time would grow with every preemption and overstate it.
-class SlowedVariant : public Variant {
+class SlowedVariant : public ForwardingVariant {
  public:
   SlowedVariant(std::unique_ptr<Variant> inner, Backend& backend, std::string device, double fraction)
-      : inner_(std::move(inner)), backend_(backend), device_(std::move(device)), fraction_(fraction) {}
-
-  std::optional<CannotRun> support() const override { return inner_->support(); }
-  void setup(const ArrayMap& inputs) override { inner_->setup(inputs); }
-  void poison_outputs() override { inner_->poison_outputs(); }
-  ArrayMap outputs() override { return inner_->outputs(); }
+      : ForwardingVariant(std::move(inner)), backend_(backend), device_(std::move(device)), fraction_(fraction) {}
 
   void run() override {
     const auto start = Clock::now();
-    inner_->run();
+    inner().run();
     backend_.synchronize(device_);  // the variant's own work, finished: what the fraction is of
     fastest_ns_ = std::min(fastest_ns_, std::chrono::duration<double, std::nano>(Clock::now() - start).count());
     spin(static_cast<uint64_t>(fraction_ * fastest_ns_ / spin_unit_ns()));
   }
 
  private:
-  std::unique_ptr<Variant> inner_;
   Backend& backend_;
   std::string device_;
   double fraction_;
