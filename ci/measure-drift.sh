@@ -15,7 +15,8 @@
 # PHASEBENCH_INJECT_SLOWDOWN, 10% for odd k and 25% for even k. `evaluate` then compares
 #   A/A pairs:  a-(k-1) with a-k (two runs of one build, another run between them): a failed
 #               compare is a false alarm;
-#   slowdowns:  a-(k-1) with s-k: the slowed row should be a REGRESSION, and no other row.
+#   slowdowns:  a-(k-1) with s-k: the slowed row should be a REGRESSION, and no other row;
+# with PHASEBENCH_DRIFT_PAIRS=all, every two a-runs and every a-run with every s-run.
 # Uses PHASEBENCH_BUILD_DIR (default build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -70,20 +71,40 @@ judge() {
 
 percent() { awk -v n="$1" -v d="$2" 'BEGIN { if (d == 0) print "-"; else printf "%.1f%%", 100 * n / d }'; }
 
-# One line of rates for one set of compare options.
-tally() {
-  local dir=$1 k row fraction status alarms hit
-  shift
-  local pairs=0 failed_pairs=0 false_rows=0 n10=0 hit10=0 n25=0 hit25=0 stray=0
+# The comparisons `evaluate` makes, one "BASE NEW ROW FRACTION" per line, ROW "-" for an A/A
+# pair. PHASEBENCH_DRIFT_PAIRS=adjacent (the default): a-(k-1) with a-k and with s-k. =all: every
+# two unchanged runs and every unchanged run with every slowed one, ten times as many pairs that
+# share runs (so not independent), runs far apart in time among them.
+comparisons() {
+  local dir=$1 last k row fraction i
+  last=$(awk 'END { print $1 }' "$dir/targets")
   while read -r k row fraction; do
     [ -d "$dir/a-$k" ] || continue  # a recording cut off
-    read -r status alarms hit < <(judge "$dir/a-$((k - 1))" "$dir/a-$k" "-" "$@")
-    pairs=$((pairs + 1)); false_rows=$((false_rows + alarms))
-    if [ "$status" -ne 0 ]; then failed_pairs=$((failed_pairs + 1)); fi
-    read -r status alarms hit < <(judge "$dir/a-$((k - 1))" "$dir/s-$k" "$row" "$@")
+    if [ "${PHASEBENCH_DRIFT_PAIRS:-adjacent}" = all ]; then
+      for ((i = 0; i < k; i++)); do echo "$dir/a-$i $dir/a-$k - -"; done
+      for ((i = 0; i <= last; i++)); do [ -d "$dir/a-$i" ] && echo "$dir/a-$i $dir/s-$k $row $fraction"; done
+    else
+      echo "$dir/a-$((k - 1)) $dir/a-$k - -"
+      echo "$dir/a-$((k - 1)) $dir/s-$k $row $fraction"
+    fi
+  done < "$dir/targets"
+}
+
+# One line of rates for one set of compare options.
+tally() {
+  local dir=$1 base new row fraction status alarms hit
+  shift
+  local pairs=0 failed_pairs=0 false_rows=0 n10=0 hit10=0 n25=0 hit25=0 stray=0
+  while read -r base new row fraction; do
+    read -r status alarms hit < <(judge "$base" "$new" "$row" "$@")
+    if [ "$row" = - ]; then
+      pairs=$((pairs + 1)); false_rows=$((false_rows + alarms))
+      if [ "$status" -ne 0 ]; then failed_pairs=$((failed_pairs + 1)); fi
+      continue
+    fi
     stray=$((stray + alarms))
     if [ "$fraction" = 0.10 ]; then n10=$((n10 + 1)); hit10=$((hit10 + hit)); else n25=$((n25 + 1)); hit25=$((hit25 + hit)); fi
-  done < "$dir/targets"
+  done < <(comparisons "$dir")
   printf '%-34s %-22s %-16s %-16s %-16s %s\n' "${*:-(defaults)}" "$failed_pairs/$pairs = $(percent $failed_pairs $pairs)" \
     "$false_rows" "$hit10/$n10" "$hit25/$n25" "$stray"
 }
@@ -91,7 +112,7 @@ tally() {
 evaluate() {
   local dir=$1
   shift
-  echo "runs: phasebench run $(cat "$dir/run-args"); $(wc -l < "$dir/targets") pairs"
+  echo "runs: phasebench run $(cat "$dir/run-args"); $(wc -l < "$dir/targets") slowed runs; pairs: ${PHASEBENCH_DRIFT_PAIRS:-adjacent}"
   printf '%-34s %-22s %-16s %-16s %-16s %s\n' "compare options" "A/A pairs failed" "A/A rows failed" \
     "10% caught" "25% caught" "other rows failed beside a slowdown"
   if [ $# -gt 0 ]; then tally "$dir" "$@"; return; fi

@@ -624,7 +624,7 @@ TEST(CompareSpread, RowsThatMoveNoFurtherThanTheRowsScatterAreNotRegressions) {
   EXPECT_LT(moved.p_slower_holm, 0.05);
   EXPECT_GT(moved.change, 0.05);
   EXPECT_EQ(moved.verdict, Verdict::WithinSpread);
-  EXPECT_NEAR(moved.spread_z, std::log1p(moved.change) / c.spread.sigma, 1e-9);
+  EXPECT_NEAR(moved.spread_z, std::log1p(moved.change) / std::hypot(c.spread.drift, moved.own_error), 1e-9);
   EXPECT_GT(moved.p_spread_slower_holm, 0.05);
   EXPECT_EQ(row_of(c, "kokkos/cpu/0_p0").verdict, Verdict::WithinSpread);  // 12% faster: no improvement either
 
@@ -658,6 +658,39 @@ TEST(CompareSpread, ARowThatStandsOutOfTheSpreadIsARegression) {
   std::ifstream junit_file(junit);
   const std::string xml((std::istreambuf_iterator<char>(junit_file)), std::istreambuf_iterator<char>());
   EXPECT_NE(xml.find("vs the run&apos;s spread"), std::string::npos) << xml;
+}
+
+// Two rows 25-30% slower among rows that scatter by about 1.5%: one whose repetitions agree within
+// 1%, one whose repetitions split between its old time and 60% slower (a row with two states, as
+// a thread pool that sometimes waits). Both are significant over their repetitions; only the first
+// stands out of the drift between runs and its own error.
+TEST(CompareSpread, ARowAsUncertainAsItsIntervalSaysDoesNotStandOut) {
+  CraftedRun fresh = scattered(many_rows(), 0.01);
+  testing::find_row(fresh, "kokkos", "p17").median_ms *= 1.25;
+  CraftedRow& two_states = testing::find_row(fresh, "kokkos", "p5");
+  two_states.median_ms *= 1.02;
+  two_states.disturbed = 0.5;
+  two_states.disturbed_factor = 1.6;
+  const auto c = compare_crafted(many_rows(), fresh);
+  ASSERT_TRUE(c.spread.applied) << c.spread.not_applied_why;
+  EXPECT_GT(c.spread.typical_error, 0);
+  EXPECT_LT(c.spread.typical_error, c.spread.sigma);
+  EXPECT_GE(c.spread.drift, c.spread.sigma / 2);
+  EXPECT_LE(c.spread.drift, c.spread.sigma);
+  const auto& tight = row_of(c, "kokkos/cpu/17_p17");
+  EXPECT_EQ(tight.verdict, Verdict::Regression);
+  const auto& uncertain = row_of(c, "kokkos/cpu/5_p5");
+  EXPECT_LE(uncertain.p_slower_holm, 0.05);
+  EXPECT_GT(uncertain.change, 0.2);
+  EXPECT_GT(uncertain.own_error, 5 * c.spread.typical_error);
+  EXPECT_LT(uncertain.spread_z, c.spread.z_needed);
+  EXPECT_GT(std::log1p(uncertain.change) / c.spread.sigma, c.spread.z_needed);  // against the spread alone: out
+  EXPECT_EQ(uncertain.verdict, Verdict::WithinSpread);
+  EXPECT_EQ(c.count(Verdict::Regression), 1);
+  compare::Options rank_test_alone;
+  rank_test_alone.spread = compare::Spread::None;
+  EXPECT_EQ(row_of(compare_crafted(many_rows(), fresh, rank_test_alone), "kokkos/cpu/5_p5").verdict,
+            Verdict::Regression);
 }
 
 // The spread is measured around the run-wide shift: without the shift, or with rows that did not

@@ -23,7 +23,8 @@ struct CraftedRow {
   double median_ms = 1.0;
   double noise = 0.01;  // each sample is median * (1 + noise * u), u uniform in [-1, 1)
   int reps = 12;
-  double disturbed = 0;  // this share of the repetitions is 1.85x slower (other work on the machine)
+  double disturbed = 0;            // this share of the repetitions is slower (other work on the machine)
+  double disturbed_factor = 1.85;  // by this factor
   // CPU time per iteration is this factor of the undisturbed time: other work that takes the CPU
   // away stretches the wall time only. NaN: no cpu_ms recorded (a file from before the column).
   double cpu_factor = 1.0;
@@ -115,7 +116,7 @@ inline std::filesystem::path write_run(const std::string& name, const CraftedRun
     std::vector<double> times, cpu_times;
     if (crafted.status == Status::Ok)
       for (int rep = 0; rep < crafted.reps; ++rep) {
-        const double slowed = rep < crafted.disturbed * crafted.reps ? 1.85 : 1.0;
+        const double slowed = rep < crafted.disturbed * crafted.reps ? crafted.disturbed_factor : 1.0;
         const double undisturbed = crafted.median_ms * (1 + crafted.noise * noise.uniform(-1, 1));
         times.push_back(slowed * undisturbed);
         cpu_times.push_back(crafted.cpu_factor * undisturbed);

@@ -125,8 +125,9 @@ RegressionCommands::RegressionCommands(CLI::App& app) : parsed_(std::make_unique
   p.compare
       ->add_option("--spread", p.spread,
                    "where the run-wide shift is taken, a regression must also stand out of the run's "
-                   "spread, how far all rows scatter around the shift: run (default; two runs of one build "
-                   "differ row by row beyond what a row's repetitions show) or none (the rank test alone)")
+                   "spread, how far all rows scatter around the shift (the drift between runs, and the row's "
+                   "own error): run (default; two runs of one build differ row by row beyond what a row's "
+                   "repetitions show) or none (the rank test alone)")
       ->check(CLI::IsMember({"run", "none"}));
   add_number_option(*p.compare, "--max-shift", p.options.max_shift_pct,
                     "fail when the run-wide shift is a slowdown above PCT percent (default: never; a "

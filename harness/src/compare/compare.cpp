@@ -197,6 +197,25 @@ double threshold_of(const RowComparison& rc, const Options& options) {
   return rule ? rule->threshold_pct : options.threshold_pct;
 }
 
+// A row's own error: the standard error of its log change, from the width of its 95% interval
+// (NaN where too few repetitions gave none).
+double own_error_of(const RowComparison& rc) {
+  constexpr double kInterval95Width = 2 * 1.959964;
+  return (std::log1p(rc.change_ci.high) - std::log1p(rc.change_ci.low)) / kInterval95Width;
+}
+
+// The part of the spread that is drift between runs: what is left of it beyond the rows' typical
+// error, at least half of it. The floor keeps a row measured more precisely than most from
+// standing out for drift that the rows' errors hid (the two are estimated from the same rows).
+void split_spread(RunSpread& spread, const Comparison& comparison, const std::vector<size_t>& tested) {
+  std::vector<double> errors;
+  for (size_t i : tested)
+    if (const double error = own_error_of(comparison.rows[i]); std::isfinite(error)) errors.push_back(error);
+  spread.typical_error = errors.empty() ? 0.0 : stats::median(errors);
+  const double drift_squared = spread.sigma * spread.sigma - spread.typical_error * spread.typical_error;
+  spread.drift = std::max(std::sqrt(std::max(drift_squared, 0.0)), spread.sigma / 2);
+}
+
 // The run's spread: 1.4826 times the median absolute log change beyond the shift of the rows
 // tested. The shift is their median change, so the log changes centre on zero; the rows that
 // really changed are a minority and barely move the median of the deviations.
@@ -219,8 +238,9 @@ RunSpread run_spread(const Comparison& comparison, const std::vector<size_t>& te
     return spread;
   }
   spread.applied = true;
+  split_spread(spread, comparison, tested);
   spread.z_needed = stats::normal_quantile_above(comparison.options.alpha / spread.rows);
-  spread.smallest_outstanding_change = std::expm1(spread.z_needed * spread.sigma);
+  spread.smallest_outstanding_change = std::expm1(spread.z_needed * std::hypot(spread.drift, spread.typical_error));
   return spread;
 }
 
@@ -247,7 +267,9 @@ void apply_holm(Comparison& comparison, const std::vector<size_t>& tested) {
     slower.push_back(rc.p_slower);
     faster.push_back(rc.p_faster);
     if (!spread.applied) continue;
-    rc.spread_z = std::log1p(rc.change) / spread.sigma;
+    rc.own_error = own_error_of(rc);
+    const double own = std::isfinite(rc.own_error) ? rc.own_error : spread.typical_error;
+    rc.spread_z = std::log1p(rc.change) / std::hypot(spread.drift, own);
     spread_slower.push_back(stats::normal_tail(rc.spread_z));
     spread_faster.push_back(stats::normal_tail(-rc.spread_z));
   }

@@ -98,8 +98,11 @@ struct RowComparison {
   int base_reps = 0, new_reps = 0;
   double threshold_pct = kMissing;  // the threshold this row is judged by
   double raw_change = kMissing;     // new / base - 1 before the run-wide shift is taken out
-  // The change beyond the shift in units of the run's spread (log scale), and how likely a row of
-  // an unchanged build is that far out (one-sided, normal), Holm-adjusted over the rows tested.
+  // The row's own measurement error: the standard error of its log change, from its interval.
+  double own_error = kMissing;
+  // The change beyond the shift in units of what an unchanged row scatters by (the drift between
+  // runs and its own error, log scale), and how likely a row of an unchanged build is that far out
+  // (one-sided, normal), Holm-adjusted over the rows tested.
   double spread_z = kMissing;
   double p_spread_slower_holm = kMissing, p_spread_faster_holm = kMissing;
   Verdict verdict = Verdict::Unchanged;
@@ -117,13 +120,20 @@ struct RunShift {
 
 /// How far the rows' changes scatter around the run-wide shift: 1.4826 times the median absolute
 /// deviation of their log changes, a standard deviation that the rows which really changed do not
-/// inflate. Measured where the shift is taken.
+/// inflate. Measured where the shift is taken. It holds two parts: how far each row drifts between
+/// two processes, and the error of measuring a row over its repetitions. A row is judged against
+/// the drift and its own error: a change that the row's own repetitions leave uncertain does not
+/// stand out.
 struct RunSpread {
   bool applied = false;
   double sigma = kMissing;  // of log(new / base) beyond the shift
+  double typical_error = kMissing;  // the median of the rows' own errors
+  // sqrt(sigma^2 - typical_error^2), at least sigma / 2: the part of the spread that is drift
+  double drift = kMissing;
   int rows = 0;
   // The z one row needs to stand out alone (the first step of Holm: alpha / rows), and the
-  // change beyond the shift that it means: smaller slowdowns cannot fail in this comparison.
+  // change beyond the shift that it means for a row of the typical error: smaller slowdowns of
+  // such a row cannot fail in this comparison.
   double z_needed = kMissing, smallest_outstanding_change = kMissing;
   std::string not_applied_why;
 };

@@ -94,10 +94,13 @@ std::string spread_text(const RunSpread& spread, double alpha) {
   if (!spread.applied) return "; the run's spread: not measured (" + spread.not_applied_why + ")";
   char scatter[32];
   std::snprintf(scatter, sizeof scatter, "+-%.1f%%", 100 * std::expm1(spread.sigma));
+  char drift[32];
+  std::snprintf(drift, sizeof drift, "+-%.1f%%", 100 * std::expm1(spread.drift));
   return "; the rows scatter around it by " + std::string(scatter) +
-         " (the run's spread: 1.4826 x the median absolute log change), so a row regresses only when it also "
-         "stands out of that, Holm-corrected at alpha " +
-         format_significant(alpha, 6) + ": alone, by more than " +
+         " (the run's spread: 1.4826 x the median absolute log change; " + drift +
+         " of it drift between runs, the rest the rows' own error), so a row regresses only when it also "
+         "stands out of the drift and its own error, Holm-corrected at alpha " +
+         format_significant(alpha, 6) + ": a row of the typical error alone, by more than " +
          format_change_percent(spread.smallest_outstanding_change) + " (z " + format_significant(spread.z_needed, 3) +
          "; --spread none: by its rank test alone)";
 }
@@ -173,8 +176,10 @@ std::string method_text(const Comparison& c) {
          " and a one-sided Mann-Whitney U test on the repetition samples, Holm-corrected over the rows "
          "tested, gives p <= " +
          format_significant(c.options.alpha, 6) +
-         (c.spread.applied ? ", and its change beyond the shift stands out of the run's spread (how far all rows "
-                             "scatter around the shift: a normal tail at its z, Holm-corrected alike)"
+         (c.spread.applied ? ", and its change beyond the shift stands out of how far an unchanged row moves: "
+                             "the drift between runs (the part of the run's spread that the rows' own errors do "
+                             "not explain) and the row's own error (from its interval), a normal tail at its z, "
+                             "Holm-corrected alike"
                            : std::string()) +
          (c.shift.applied && !std::isnan(c.options.max_shift_pct)
               ? ". A run-wide slowdown above " + format_significant(c.options.max_shift_pct, 6) + "% fails on its own"
