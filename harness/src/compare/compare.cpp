@@ -197,11 +197,11 @@ double threshold_of(const RowComparison& rc, const Options& options) {
   return rule ? rule->threshold_pct : options.threshold_pct;
 }
 
-// A row's own error: the standard error of its log change, from the width of its 95% interval
-// (NaN where too few repetitions gave none).
+// A row's own error: the standard error of its log change, from the width of its interval (NaN
+// where too few repetitions gave none).
 double own_error_of(const RowComparison& rc) {
-  constexpr double kInterval95Width = 2 * 1.959964;
-  return (std::log1p(rc.change_ci.high) - std::log1p(rc.change_ci.low)) / kInterval95Width;
+  const double interval_width_in_errors = 2 * stats::normal_quantile_above((1 - stats::kConfidence) / 2);
+  return (std::log1p(rc.change_ci.high) - std::log1p(rc.change_ci.low)) / interval_width_in_errors;
 }
 
 // The part of the spread that is drift between runs: what is left of it beyond the rows' typical
@@ -210,7 +210,7 @@ double own_error_of(const RowComparison& rc) {
 void split_spread(RunSpread& spread, const Comparison& comparison, const std::vector<size_t>& tested) {
   std::vector<double> errors;
   for (size_t i : tested)
-    if (const double error = own_error_of(comparison.rows[i]); std::isfinite(error)) errors.push_back(error);
+    if (const double error = comparison.rows[i].own_error; std::isfinite(error)) errors.push_back(error);
   spread.typical_error = errors.empty() ? 0.0 : stats::median(errors);
   const double drift_squared = spread.sigma * spread.sigma - spread.typical_error * spread.typical_error;
   spread.drift = std::max(std::sqrt(std::max(drift_squared, 0.0)), spread.sigma / 2);
@@ -260,6 +260,7 @@ Verdict timing_verdict(const RowComparison& rc, const Options& options, bool spr
 // Holm over the rows tested, for the rank tests and, where the spread was measured, for how far
 // each row stands out of it; then each row's verdict.
 void apply_holm(Comparison& comparison, const std::vector<size_t>& tested) {
+  for (size_t i : tested) comparison.rows[i].own_error = own_error_of(comparison.rows[i]);
   const RunSpread& spread = comparison.spread = run_spread(comparison, tested);
   std::vector<double> slower, faster, spread_slower, spread_faster;
   for (size_t i : tested) {
@@ -267,7 +268,6 @@ void apply_holm(Comparison& comparison, const std::vector<size_t>& tested) {
     slower.push_back(rc.p_slower);
     faster.push_back(rc.p_faster);
     if (!spread.applied) continue;
-    rc.own_error = own_error_of(rc);
     const double own = std::isfinite(rc.own_error) ? rc.own_error : spread.typical_error;
     rc.spread_z = std::log1p(rc.change) / std::hypot(spread.drift, own);
     spread_slower.push_back(stats::normal_tail(rc.spread_z));
