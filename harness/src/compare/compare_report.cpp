@@ -89,15 +89,18 @@ std::string settings_text(const Comparison& c) {
          std::to_string(c.rows.size()) + ")";
 }
 
+// "+-6.6%": a standard deviation of log changes, as a percent either way.
+std::string plus_minus_percent(double log_deviation) {
+  char text[32];
+  std::snprintf(text, sizeof text, "+-%.1f%%", 100 * std::expm1(log_deviation));
+  return text;
+}
+
 // How far the rows scatter around the shift, and what that asks of a regression.
 std::string spread_text(const RunSpread& spread, double alpha) {
   if (!spread.applied) return "; the run's spread: not measured (" + spread.not_applied_why + ")";
-  char scatter[32];
-  std::snprintf(scatter, sizeof scatter, "+-%.1f%%", 100 * std::expm1(spread.sigma));
-  char drift[32];
-  std::snprintf(drift, sizeof drift, "+-%.1f%%", 100 * std::expm1(spread.drift));
-  return "; the rows scatter around it by " + std::string(scatter) +
-         " (the run's spread: 1.4826 x the median absolute log change; " + drift +
+  return "; the rows scatter around it by " + plus_minus_percent(spread.sigma) +
+         " (the run's spread: 1.4826 x the median absolute log change; " + plus_minus_percent(spread.drift) +
          " of it drift between runs, the rest the rows' own error), so a row regresses only when it also "
          "stands out of the drift and its own error, Holm-corrected at alpha " +
          format_significant(alpha, 6) + ": a row of the typical error alone, by more than " +
