@@ -58,15 +58,25 @@ record() {
   done
 }
 
-# "<exit status> <rows called REGRESSION other than ROW> <ROW called REGRESSION: 1 or 0>" of
-# compare BASE NEW with the options after ROW.
+# "<exit status> <rows called REGRESSION other than ROW> <ROW called REGRESSION: 1 or 0>
+# <warned: 1 or 0>" of compare BASE NEW with the options after ROW. Warned: compare warned that the
+# rows of ROW's workload and backend moved together; for an A/A pair (ROW "-"), those of every row
+# called REGRESSION.
 judge() {
   local base=$1 new=$2 row=$3 status=0 table
   shift 3
   table=$("$pb" compare "$base" "$new" "$@") || status=$?
   awk -v status="$status" -v row="$row" '
-    $1 ~ /\// && $NF == "REGRESSION" { if ($1 == row) hit = 1; else alarms++ }
-    END { printf "%d %d %d\n", status, alarms, hit }' <<< "$table"
+    function group_of(name) { sub(/\/[^\/]*$/, "", name); return name }
+    /^warning: .*moved together/ { moved[substr($2, 1, length($2) - 1)] = 1 }
+    $1 ~ /\// && $NF == "REGRESSION" { if ($1 == row) hit = 1; else alarms++; failing[group_of($1)] = 1 }
+    END {
+      warned = 0
+      for (group in failing) warned = 1
+      for (group in failing) if (!(group in moved)) warned = 0
+      if (row != "-") warned = (group_of(row) in moved)
+      printf "%d %d %d %d\n", status, alarms, hit, warned
+    }' <<< "$table"
 }
 
 percent() { awk -v n="$1" -v d="$2" 'BEGIN { if (d == 0) print "-"; else printf "%.1f%%", 100 * n / d }'; }
@@ -92,29 +102,32 @@ comparisons() {
 
 # One line of rates for one set of compare options.
 tally() {
-  local dir=$1 base new row fraction status alarms hit
+  local dir=$1 base new row fraction status alarms hit warned
   shift
   local pairs=0 failed_pairs=0 false_rows=0 n10=0 hit10=0 n25=0 hit25=0 stray=0
+  local failed_warned=0 caught=0 caught_warned=0
   while read -r base new row fraction; do
-    read -r status alarms hit < <(judge "$base" "$new" "$row" "$@")
+    read -r status alarms hit warned < <(judge "$base" "$new" "$row" "$@")
     if [ "$row" = - ]; then
       pairs=$((pairs + 1)); false_rows=$((false_rows + alarms))
-      if [ "$status" -ne 0 ]; then failed_pairs=$((failed_pairs + 1)); fi
+      if [ "$status" -ne 0 ]; then failed_pairs=$((failed_pairs + 1)); failed_warned=$((failed_warned + warned)); fi
       continue
     fi
     stray=$((stray + alarms))
+    if [ "$hit" = 1 ]; then caught=$((caught + 1)); caught_warned=$((caught_warned + warned)); fi
     if [ "$fraction" = 0.10 ]; then n10=$((n10 + 1)); hit10=$((hit10 + hit)); else n25=$((n25 + 1)); hit25=$((hit25 + hit)); fi
   done < <(comparisons "$dir")
-  printf '%-34s %-22s %-16s %-16s %-16s %s\n' "${*:-(defaults)}" "$failed_pairs/$pairs = $(percent $failed_pairs $pairs)" \
-    "$false_rows" "$hit10/$n10" "$hit25/$n25" "$stray"
+  printf '%-34s %-22s %-16s %-16s %-16s %-37s %s\n' "${*:-(defaults)}" "$failed_pairs/$pairs = $(percent $failed_pairs $pairs)" \
+    "$false_rows" "$hit10/$n10" "$hit25/$n25" "$stray" "$failed_warned/$failed_pairs, $caught_warned/$caught"
 }
 
 evaluate() {
   local dir=$1
   shift
   echo "runs: phasebench run $(cat "$dir/run-args"); $(wc -l < "$dir/targets") slowed runs; pairs: ${PHASEBENCH_DRIFT_PAIRS:-adjacent}"
-  printf '%-34s %-22s %-16s %-16s %-16s %s\n' "compare options" "A/A pairs failed" "A/A rows failed" \
-    "10% caught" "25% caught" "other rows failed beside a slowdown"
+  printf '%-34s %-22s %-16s %-16s %-16s %-37s %s\n' "compare options" "A/A pairs failed" "A/A rows failed" \
+    "10% caught" "25% caught" "other rows failed beside a slowdown" \
+    "moved together: failed A/A pairs, slowdowns caught"
   if [ $# -gt 0 ]; then tally "$dir" "$@"; return; fi
   tally "$dir"
   tally "$dir" --shift none

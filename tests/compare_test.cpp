@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
@@ -530,6 +531,53 @@ TEST(CompareShift, ARowSlowerThanTheRunIsARegression) {
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_NE(result.output.find("run-wide shift: +3"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("change vs run"), std::string::npos) << result.output;
+}
+
+// Six rows on each of three backends, 1 ms each.
+CraftedRun three_ladders() {
+  CraftedRun run;
+  for (const std::string backend : {"kokkos", "torch", "onednn"})
+    for (int i = 0; i < 6; ++i) run.rows.push_back({backend, i, "p" + std::to_string(i), 1.0});
+  return run;
+}
+
+// Rows of one workload on one backend that slowed together are what a shared machine's state can do
+// between runs of one build. Where two of them regressed, or one did and two more are slower than
+// the threshold, the report says so, and the verdicts stand. One regression beside one row that is
+// slower but too noisy to be significant gets no such warning.
+TEST(CompareShift, RowsOfOneBackendThatSlowedTogetherAreWarnedAbout) {
+  CraftedRun fresh = drifted(three_ladders(), 1.03);
+  testing::find_row(fresh, "onednn", "p0").median_ms *= 1.30;
+  testing::find_row(fresh, "onednn", "p1").median_ms *= 1.40;
+  testing::find_row(fresh, "onednn", "p2").median_ms *= 1.35;
+  testing::find_row(fresh, "torch", "p1").median_ms *= 1.25;
+  testing::find_row(fresh, "torch", "p2").median_ms *= 1.30;
+  testing::find_row(fresh, "kokkos", "p3").median_ms *= 1.25;
+  CraftedRow& noisy = testing::find_row(fresh, "kokkos", "p0");
+  noisy.median_ms *= 1.10;
+  noisy.noise = 0.4;
+  const auto c = compare_crafted(three_ladders(), fresh);
+  EXPECT_EQ(c.count(Verdict::Regression), 6);
+  EXPECT_EQ(row_of(c, "kokkos/cpu/0_p0").verdict, Verdict::Noisy);
+  const auto together = [&](const std::string& backend) {
+    return std::count_if(c.warnings.begin(), c.warnings.end(), [&](const std::string& warning) {
+      return warning.find("/" + backend + "/cpu: ") != std::string::npos &&
+             warning.find("moved together") != std::string::npos;
+    });
+  };
+  EXPECT_EQ(together("onednn"), 1);
+  EXPECT_EQ(together("torch"), 1);
+  EXPECT_EQ(together("kokkos"), 0);
+  const auto result = run_phasebench(command(write_run("base", three_ladders()), write_run("new", fresh)));
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("/onednn/cpu: 3 rows regressed and 3 of its 6 rows tested moved together"),
+            std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("/torch/cpu: 2 rows regressed and 2 of its 6 rows tested moved together"),
+            std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("slower than the threshold (+29.9% to +40.4%"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("beyond the run-wide shift"), std::string::npos) << result.output;
 }
 
 // A change that slows everything (compiler flags, a library, the machine) moves no row against

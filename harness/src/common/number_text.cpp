@@ -45,6 +45,10 @@ std::string format_change_percent(double fraction) {
   return text;
 }
 
+std::string plural(int count, const std::string& noun) {
+  return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
+}
+
 std::string format_gain_range(double low, double high) {
   char text[64];
   std::snprintf(text, sizeof text, "%.2f-%.2fx", low, high);

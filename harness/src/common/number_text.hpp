@@ -23,6 +23,8 @@ std::string format_csv_number(double value);
 std::string format_with_interval(double value, double low, double high);
 /// A relative change as a signed percentage with one decimal: "+12.5%", "-3.0%".
 std::string format_change_percent(double fraction);
+/// A count with its noun: "1 row", "3 rows" (the noun's plural by an "s").
+std::string plural(int count, const std::string& noun);
 /// A claimed gain's range with two decimals: "1.50-2.00x".
 std::string format_gain_range(double low, double high);
 

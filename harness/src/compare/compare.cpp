@@ -400,6 +400,51 @@ void warn_about_shift(Comparison& comparison) {
                                 consequence);
 }
 
+// A row's workload on its backend: "suite/workload/size/backend/device".
+std::string group_of(const RowComparison& rc) {
+  const ResultRow& r = rc.fresh ? *rc.fresh : *rc.base;
+  return r.suite + "/" + r.workload + "/" + r.size + "/" + r.backend + "/" + r.device;
+}
+
+// A workload on one backend where two rows regressed, or one did and at least two others moved
+// with it (rows tested that are slower than their threshold). On a shared machine such a group can
+// slow together between two runs of one build, for as long as a run (docs/regression-gate.md, "Two
+// runs of one build"); two runs cannot tell that from a change to code the rows share, so the
+// reader hears it beside the verdicts, which stay as they are. One other row slower is too often
+// an unchanged row's noise beside a real slowdown to be worth the warning.
+constexpr size_t kFewestRowsMovingTogether = 3;
+constexpr int kFewestRegressionsTogether = 2;
+
+struct GroupMove {
+  int regressions = 0, tested = 0;
+  std::vector<double> slower;  // the changes of the rows tested that are slower than their threshold
+};
+
+void warn_about_groups_that_moved_together(Comparison& comparison) {
+  std::map<std::string, GroupMove> groups;
+  for (const RowComparison& rc : comparison.rows) {
+    if (rc.verdict == Verdict::Disturbed || std::isnan(rc.p_slower)) continue;  // not tested
+    GroupMove& group = groups[group_of(rc)];
+    ++group.tested;
+    group.regressions += rc.verdict == Verdict::Regression;
+    if (rc.change > rc.threshold_pct / 100) group.slower.push_back(rc.change);
+  }
+  const std::string measured_against = comparison.shift.applied ? " beyond the run-wide shift" : "";
+  for (const auto& [name, group] : groups) {
+    const bool together = group.regressions >= kFewestRegressionsTogether ||
+                          (group.regressions > 0 && group.slower.size() >= kFewestRowsMovingTogether);
+    if (!together) continue;
+    const auto [fewest, most] = std::minmax_element(group.slower.begin(), group.slower.end());
+    comparison.warnings.push_back(
+        name + ": " + plural(group.regressions, "row") + " regressed and " + std::to_string(group.slower.size()) +
+        " of its " + std::to_string(group.tested) + " rows tested moved together, slower than the threshold (" +
+        format_change_percent(*fewest) + " to " + format_change_percent(*most) + measured_against +
+        "): on a shared machine the rows of one workload on one backend can slow together between two runs of "
+        "one build; unless the change touched code they share, compare new runs of both builds, or gate them "
+        "(ci/gate.sh: interleaved runs), before believing it");
+  }
+}
+
 // A rule that matches no row is most likely a typo in its pattern.
 void warn_about_unused_rules(Comparison& comparison) {
   const RowThresholds& thresholds = comparison.options.row_thresholds;
@@ -526,6 +571,7 @@ Comparison compare_runs(const RunData& base, const RunData& fresh, const Options
   warn_about_machines(comparison);
   warn_about_power(comparison);
   warn_about_rows(comparison);
+  warn_about_groups_that_moved_together(comparison);
   note_catalogs(comparison, base, fresh);
   note_incomplete(comparison, base, fresh);
   return comparison;

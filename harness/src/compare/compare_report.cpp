@@ -55,8 +55,6 @@ bool is_notable(Verdict verdict) {
   return verdict != Verdict::Unchanged && verdict != Verdict::RatioBase && verdict != Verdict::NotTimed;
 }
 
-std::string plural(int n, const std::string& word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
-
 std::string counts_text(const Comparison& c) {
   std::vector<std::string> parts;
   // The noun is the first word: "1 row broken", "2 rows broken".
