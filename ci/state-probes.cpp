@@ -72,7 +72,7 @@ __attribute__((target("avx512f"))) double avx512_fmas() {
   return _mm512_reduce_add_ps(lanes[0]);
 }
 
-// 64 MiB read from a buffer of `floats`, however many passes that takes.
+// 64 MiB read from `buffer`, in as many passes over it as that takes.
 double read_64mib(const std::vector<float>& buffer) {
   const long passes = std::max<long>(1, (64L << 20) / static_cast<long>(buffer.size() * sizeof(float)));
   float sums[8] = {};  // independent sums, so that the loads, not the additions, set the pace
