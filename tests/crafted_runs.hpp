@@ -28,6 +28,9 @@ struct CraftedRow {
   // CPU time per iteration is this factor of the undisturbed time: other work that takes the CPU
   // away stretches the wall time only. NaN: no cpu_ms recorded (a file from before the column).
   double cpu_factor = 1.0;
+  // The probe of the CPUs before each repetition, in microseconds (samples.csv's cpu_probe_us);
+  // NaN: not recorded (a file from before the column).
+  double cpu_probe_us = kMissing;
   Status status = Status::Ok;
   int schema = kResultsSchemaVersion;
 };
@@ -122,9 +125,11 @@ inline std::filesystem::path write_run(const std::string& name, const CraftedRun
         cpu_times.push_back(crafted.cpu_factor * undisturbed);
       }
     rows.push_back(result_row(run, crafted, times));
-    for (size_t rep = 0; rep < times.size(); ++rep)
+    for (size_t rep = 0; rep < times.size(); ++rep) {
       samples.push_back({"lior_step", run.size, crafted.backend, "cpu", crafted.phase, static_cast<int>(rep),
                          times[rep], "trainer2", cpu_times[rep]});
+      samples.back().cpu_probe_us = crafted.cpu_probe_us;
+    }
   }
   std::ofstream(dir / "results.csv") << results_csv(rows);
   std::ofstream(dir / "samples.csv") << samples_csv(samples);

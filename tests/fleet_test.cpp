@@ -84,9 +84,11 @@ TEST(Merge, ShardsOfARunMergeIntoTheWholeRun) {
       const std::string key = results::row_key(row);
       EXPECT_EQ(run.samples.at(key).size(), 3u) << results::row_name(row);
       ASSERT_EQ(run.cpu_samples.at(key).size(), 3u) << results::row_name(row);
+      ASSERT_EQ(run.cpu_probe_samples.at(key).size(), 3u) << results::row_name(row);
       for (size_t rep = 0; rep < 3; ++rep) {
         const double cpu = run.cpu_samples.at(key)[rep], wall = run.samples.at(key)[rep];
         EXPECT_GT(cpu, 0) << results::row_name(row);
+        EXPECT_GT(run.cpu_probe_samples.at(key)[rep], 0) << "the probe of the CPUs is kept: " << results::row_name(row);
         // Per iteration, like `ms`; the serial reference has one thread, which cannot use more
         // CPU time than the time that passed.
         if (row.backend == "reference") EXPECT_LE(cpu, 1.05 * wall + 0.01) << results::row_name(row);
@@ -182,6 +184,8 @@ TEST(Merge, AMissingShardMarksTheMergedRunIncomplete) {
 TEST(Merge, PoolJoinsTheSamplesOfRepeatedRunsAndRecomputesTheRows) {
   CraftedRun first = crafted("aaaa", testing::ladder_rows()), second = first;
   second.noise_seed = 2;
+  for (testing::CraftedRow& row : first.rows) row.cpu_probe_us = 30;
+  for (testing::CraftedRow& row : second.rows) row.cpu_probe_us = 45;
   second.rows[1].status = Status::Fail;  // kokkos baseline failed its check in one process
   const fs::path out = fresh_temp_path("pooled");
   const auto result = run_phasebench("merge --pool " + write_run("p1", first).string() + " " +
@@ -200,6 +204,10 @@ TEST(Merge, PoolJoinsTheSamplesOfRepeatedRunsAndRecomputesTheRows) {
   const std::vector<double>& cpu = pooled.cpu_samples.at(results::row_key(reference));
   ASSERT_EQ(cpu.size(), 24u);
   EXPECT_EQ(std::vector<double>(cpu.begin(), cpu.begin() + 12), p1.cpu_samples.at(results::row_key(reference)));
+  const std::vector<double>& probes = pooled.cpu_probe_samples.at(results::row_key(reference));
+  ASSERT_EQ(probes.size(), 24u);
+  EXPECT_EQ(probes.front(), 30);  // so do the probes of the CPUs
+  EXPECT_EQ(probes.back(), 45);
   EXPECT_EQ(by_phase["kokkos/baseline"].status, Status::Fail) << "a failure in any process fails the pool";
   EXPECT_FALSE(pooled.samples.count(results::row_key(by_phase["kokkos/baseline"])));
   // Speedups come from the pooled samples; phase 0 failed, so phase 1 is the lowest timed phase.

@@ -23,7 +23,8 @@ const char* kGoldenResultsHeader =
     "speedup_vs_phase0_ci_low,speedup_vs_phase0_ci_high,speedup_vs_reference_ci_low,"
     "speedup_vs_reference_ci_high,iterations_per_rep,schema,step_output,step_rel_l2_err,step_budget,"
     "ops_by_region,step_memory_bytes,disturbed,bound,later_rel_l2_err,scale";
-const char* kGoldenSamplesHeader = "workload,size,backend,device,phase,rep,ms,suite,cpu_ms,others_cores,rep_ms,threads";
+const char* kGoldenSamplesHeader =
+    "workload,size,backend,device,phase,rep,ms,suite,cpu_ms,others_cores,rep_ms,threads,cpu_probe_us";
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
@@ -105,13 +106,17 @@ TEST(ResultsCsv, RowsRoundTripThroughTheCsvParser) {
 }
 
 TEST(ResultsCsv, SamplesRoundTrip) {
-  const fs::path path = write_temp("samples.csv", samples_csv({{"lior_step", "small", "kokkos", "cpu",
-                                                               "baseline", 4, 0.125, "trainer2"}}));
+  SampleRow probed{"lior_step", "small", "kokkos", "cpu", "baseline", 5, 0.25, "trainer2"};
+  probed.cpu_probe_us = 33.5;
+  const fs::path path = write_temp(
+      "samples.csv", samples_csv({{"lior_step", "small", "kokkos", "cpu", "baseline", 4, 0.125, "trainer2"}, probed}));
   const std::vector<SampleRow> rows = read_samples_csv(path.string());
-  ASSERT_EQ(rows.size(), 1u);
+  ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].backend, "kokkos");
   EXPECT_EQ(rows[0].rep, 4);
   EXPECT_DOUBLE_EQ(rows[0].ms, 0.125);
+  EXPECT_TRUE(std::isnan(rows[0].cpu_probe_us));  // not probed: an empty cell, read back as missing
+  EXPECT_DOUBLE_EQ(rows[1].cpu_probe_us, 33.5);
 }
 
 // The InputError reading `path` gives; "" when it reads.

@@ -6,9 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <thread>
 
 #include "results/catalog.hpp"
@@ -149,8 +151,19 @@ TEST_F(QuickRun, SamplesAndMetadataMatchTheRows) {
   ASSERT_EQ(result_->exit_code, 0) << result_->output;
   size_t expected_samples = 0;
   for (const ResultRow& row : rows()) expected_samples += static_cast<size_t>(row.reps);
-  EXPECT_EQ(read_samples_csv((*out_ / "samples.csv").string()).size(), expected_samples);
+  const std::vector<SampleRow> samples = read_samples_csv((*out_ / "samples.csv").string());
+  EXPECT_EQ(samples.size(), expected_samples);
+  double best_probe = std::numeric_limits<double>::infinity();
+  for (const SampleRow& sample : samples) {
+    EXPECT_GT(sample.cpu_probe_us, 0) << "every repetition probes the CPUs before it: " << sample.phase;
+    best_probe = std::min(best_probe, sample.cpu_probe_us);
+  }
   const nlohmann::json machine = read_json(*out_ / "machine.json");
+  const nlohmann::json& probe = machine["machine_state"]["cpu_probe"];
+  EXPECT_DOUBLE_EQ(probe["best_us"].get<double>(), best_probe) << probe;
+  EXPECT_GE(probe["median_us"].get<double>(), best_probe) << probe;
+  EXPECT_GE(probe["slower_share"].get<double>(), 0) << probe;
+  EXPECT_LE(probe["slower_share"].get<double>(), 1) << probe;
   EXPECT_EQ(machine["fingerprint"].get<std::string>().size(), 12u);
   const char* wait_policy = std::getenv("OMP_WAIT_POLICY");  // recorded beside the timings
   EXPECT_EQ(machine["environment"]["OMP_WAIT_POLICY"], wait_policy ? wait_policy : "");

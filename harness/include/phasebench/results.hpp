@@ -84,6 +84,11 @@ struct SampleRow {
   // recorded, whose samples belong to the one row that matches everything else). A run with several
   // thread counts has a row per count, told apart by it.
   int threads = 0;
+  // Added column: how long a fixed piece of scalar work took on the slowest CPU the run could use,
+  // all of them probed at once just before the repetition, in microseconds
+  // (harness/src/engine/cpu_probe.hpp; kMissing where not measured). Against its lowest value in
+  // a run it says how much slower the CPUs were than their best during the repetition.
+  double cpu_probe_us = kMissing;
 };
 
 /// What the readers accept in a row's naming columns: one of the sizes; a backend of this

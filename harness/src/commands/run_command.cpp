@@ -166,6 +166,29 @@ nlohmann::json stages_of(const std::vector<nlohmann::json>& recorded) {
   return stages;
 }
 
+// A repetition whose probe of the CPUs took this many times the run's best met CPUs slowed by
+// something the guest does not see (cpu_probe.hpp): the probe's own scatter on quiet CPUs is under
+// a tenth, a core shared with another tenant's thread half again as long or more.
+constexpr double kSlowerCpusFactor = 1.2;
+
+// machine_state's "cpu_probe": the probe's best and median over the run's repetitions, and the
+// share of them at kSlowerCpusFactor times the best or more; null where nothing was probed.
+nlohmann::json cpu_probe_state(const detail::RunRecord& record) {
+  std::vector<double> probes;
+  for (const auto& [key, samples] : record.samples)
+    for (const SampleRow& sample : samples)
+      if (sample.cpu_probe_us > 0) probes.push_back(sample.cpu_probe_us);
+  if (probes.empty()) return nullptr;
+  std::sort(probes.begin(), probes.end());
+  const double best = probes.front();
+  const auto slower =
+      std::count_if(probes.begin(), probes.end(), [&](double us) { return us >= kSlowerCpusFactor * best; });
+  return {{"best_us", best},
+          {"median_us", probes[probes.size() / 2]},
+          {"slower_share", static_cast<double>(slower) / static_cast<double>(probes.size())},
+          {"slower_factor", kSlowerCpusFactor}};
+}
+
 // machine.json's "machine_state": how busy the machine was with other work while the run ran.
 nlohmann::json machine_state(const detail::RunRecord& record, const std::vector<ResultRow>& rows) {
   const interference::OtherWork whole =
@@ -177,12 +200,14 @@ nlohmann::json machine_state(const detail::RunRecord& record, const std::vector<
   for (const ResultRow& row : rows) disturbed += row.disturbed.empty() ? 0 : 1;
   return {{"load_average_start", run_start().load_average},
           {"load_average_end", interference::load_average()},
-          {"whole_run", {{"seconds", whole.seconds},
-                         {"others_cores", cores_of(whole.cores)},
-                         {"steal_cores", cores_of(whole.steal_cores)}}},
+          {"whole_run",
+           {{"seconds", whole.seconds},
+            {"others_cores", cores_of(whole.cores)},
+            {"steal_cores", cores_of(whole.steal_cores)}}},
           {"stages", stages},
           {"cores_to_itself", timing_others < interference::kContentionCores && disturbed == 0},
-          {"disturbed_rows", disturbed}};
+          {"disturbed_rows", disturbed},
+          {"cpu_probe", cpu_probe_state(record)}};
 }
 
 // After the summary: the rows other work disturbed, and what to do about it.

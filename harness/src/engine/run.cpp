@@ -116,7 +116,8 @@ SampleRow sample_row(const Case& c, int rep, const TimedRepetition& timed) {
   return {c.workload->name(), to_string(c.size),   c.ladder->backend,
           c.device,           c.phase_name,        rep,
           timed.wall_ms,      c.workload->suite(), timed.cpu_ms,
-          timed.others_cores, timed.rep_ms,        c.effective_threads()};
+          timed.others_cores, timed.rep_ms,        c.effective_threads(),
+          timed.cpu_probe_us};
 }
 
 // ---- the worker's stages -------------------------------------------------------------------------

@@ -9,6 +9,7 @@
 #include <random>
 #include <sstream>
 
+#include "engine/cpu_probe.hpp"
 #include "engine/interference.hpp"
 
 namespace pb::detail {
@@ -86,13 +87,15 @@ std::optional<TimedRepetition> run_repetition(LiveCase& live, const CaseTiming& 
       ->MeasureProcessCPUTime()
       ->Unit(benchmark::kMillisecond);
   RepetitionReporter reporter;
+  const double cpu_probe_us = cpu_probe::slowest_cpu_us();
   const interference::CpuClock before = interference::read_cpu_clock();
   benchmark::RunSpecifiedBenchmarks(&reporter);
   const interference::OtherWork others = interference::other_work_between(before, interference::read_cpu_clock());
   benchmark::ClearRegisteredBenchmarks();
   if (!reporter.reported_ || !reporter.error_.empty() || live.status != Status::Ok) return std::nullopt;
-  TimedRepetition timed{repetition,   reporter.wall_ms_,     reporter.cpu_ms_, std::move(reporter.entry_),
-                        others.estimate_cores, others.seconds * 1e3};
+  TimedRepetition timed{
+      repetition,           reporter.wall_ms_, reporter.cpu_ms_, std::move(reporter.entry_), others.estimate_cores,
+      others.seconds * 1e3, cpu_probe_us};
   name_as_repetition(timed.benchmark_entry, live.spec.row_name(), repetition.case_index, repetition.rep, timing.reps);
   return timed;
 }

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -84,6 +85,7 @@ struct TimedRepetition {
   nlohmann::json benchmark_entry;
   double others_cores = 0;  // other work on the machine meanwhile: OtherWork::estimate_cores
   double rep_ms = 0;        // the repetition's length, all its iterations: the interval measured
+  double cpu_probe_us = std::numeric_limits<double>::quiet_NaN();  // cpu_probe.hpp, just before it
 };
 
 /// Runs `schedule`. `starting` is called before each repetition (for the journal and progress),

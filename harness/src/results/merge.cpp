@@ -110,7 +110,8 @@ catalog::Catalog merged_catalog(const std::vector<RunData>& runs, bool allow_mix
 void add_samples(MergedRows& merged, const RunData& run, const ResultRow& row) {
   const std::string key = results::row_key(row);
   const auto found = run.samples.find(key);
-  if (found != run.samples.end()) append_samples(merged, row, found->second, run.cpu_samples.at(key));
+  if (found != run.samples.end())
+    append_samples(merged, row, found->second, run.cpu_samples.at(key), values_of(run.cpu_probe_samples, key));
 }
 
 // Rows keep their own run_id, so `compare --mode ratio` knows which rows were timed together.
@@ -213,11 +214,23 @@ std::string merged_benchmark_json(const std::vector<RunData>& runs) {
 
 }  // namespace
 
+const std::vector<double>& values_of(const results::SampleIndex& index, const std::string& key) {
+  static const std::vector<double> none;
+  const auto found = index.find(key);
+  return found == index.end() ? none : found->second;
+}
+
 void append_samples(MergedRows& merged, const ResultRow& row, const std::vector<double>& samples,
-                    const std::vector<double>& cpu_samples) {
-  for (size_t rep = 0; rep < samples.size(); ++rep)
-    merged.samples.push_back({row.workload, row.size, row.backend, row.device, row.phase, static_cast<int>(rep),
-                              samples[rep], row.suite, rep < cpu_samples.size() ? cpu_samples[rep] : kMissing});
+                    const std::vector<double>& cpu_samples, const std::vector<double>& cpu_probes) {
+  const auto at = [](const std::vector<double>& values, size_t rep) {
+    return rep < values.size() ? values[rep] : kMissing;
+  };
+  for (size_t rep = 0; rep < samples.size(); ++rep) {
+    SampleRow sample{row.workload,          row.size,     row.backend, row.device,          row.phase,
+                     static_cast<int>(rep), samples[rep], row.suite,   at(cpu_samples, rep)};
+    sample.cpu_probe_us = at(cpu_probes, rep);
+    merged.samples.push_back(std::move(sample));
+  }
 }
 
 std::vector<std::string> merge_runs(const MergeOptions& options) {

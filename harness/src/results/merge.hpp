@@ -3,6 +3,7 @@
 // run directory that `compare`, `report` and `baseline record` read like any other.
 // Internal to the harness.
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -46,8 +47,12 @@ struct MergedRows {
 MergedRows pool_rows(const std::vector<results::RunData>& runs, const std::string& run_id,
                      const catalog::Catalog& catalog);
 
-/// Adds `row`'s samples (in repetition order), wall and CPU time, to `merged`.
+/// Adds `row`'s samples (in repetition order), wall and CPU time and the probe of the CPUs before
+/// each, to `merged` (a probe missing where `cpu_probes` is shorter).
 void append_samples(MergedRows& merged, const ResultRow& row, const std::vector<double>& samples,
-                    const std::vector<double>& cpu_samples);
+                    const std::vector<double>& cpu_samples, const std::vector<double>& cpu_probes);
+
+/// `index`'s values for `key`; none where it has no such key (a run whose file has no such column).
+const std::vector<double>& values_of(const std::map<std::string, std::vector<double>>& index, const std::string& key);
 
 }  // namespace pb::merge

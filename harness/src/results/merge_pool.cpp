@@ -11,7 +11,7 @@ MergedRows pool_rows(const std::vector<results::RunData>& runs, const std::strin
                      const catalog::Catalog& catalog) {
   MergedRows pooled;
   std::map<std::string, size_t> index;  // row key -> position in pooled.rows
-  results::SampleIndex samples, cpu_samples;  // the runs' repetitions one after another
+  results::SampleIndex samples, cpu_samples, cpu_probes;  // the runs' repetitions one after another
   std::map<std::string, std::string> disturbed;  // row key -> the last input run that was disturbed
   for (const results::RunData& run : runs) {
     for (const ResultRow& row : run.rows) {
@@ -28,6 +28,8 @@ MergedRows pool_rows(const std::vector<results::RunData>& runs, const std::strin
         samples[key].insert(samples[key].end(), found->second.begin(), found->second.end());
         const std::vector<double>& cpu = run.cpu_samples.at(key);
         cpu_samples[key].insert(cpu_samples[key].end(), cpu.begin(), cpu.end());
+        const std::vector<double>& probes = values_of(run.cpu_probe_samples, key);
+        cpu_probes[key].insert(cpu_probes[key].end(), probes.begin(), probes.end());
       }
     }
   }
@@ -45,7 +47,7 @@ MergedRows pool_rows(const std::vector<results::RunData>& runs, const std::strin
   }
   for (const ResultRow& row : pooled.rows)
     if (const auto found = samples.find(results::row_key(row)); found != samples.end())
-      append_samples(pooled, row, found->second, cpu_samples.at(found->first));
+      append_samples(pooled, row, found->second, cpu_samples.at(found->first), values_of(cpu_probes, found->first));
   return pooled;
 }
 

@@ -246,6 +246,7 @@ const auto& sample_fields() {
       finite_field("others_cores", &S::others_cores, false),
       time_field("rep_ms", &S::rep_ms, false),
       count_field("threads", &S::threads, false),
+      time_field("cpu_probe_us", &S::cpu_probe_us, false),
   };
   return fields;
 }

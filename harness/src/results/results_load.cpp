@@ -261,7 +261,7 @@ IndexedSamples index_samples(const std::vector<SampleRow>& samples, const std::v
   for (const std::string& key : ambiguous) by_partial_key.erase(key);
   struct Repetition {
     int rep;
-    double ms, cpu_ms, others_cores, rep_ms;
+    double ms, cpu_ms, others_cores, rep_ms, cpu_probe_us;
     bool operator<(const Repetition& other) const { return rep < other.rep; }
   };
   std::map<std::string, std::vector<Repetition>> by_rep;
@@ -275,7 +275,7 @@ IndexedSamples index_samples(const std::vector<SampleRow>& samples, const std::v
     if (std::any_of(reps.begin(), reps.end(), [&](const Repetition& r) { return r.rep == sample.rep; }))
       throw InputError(where(source, i) + ": repetition " + std::to_string(sample.rep) + " of " + row_key(sample) +
                        " appears twice");
-    reps.push_back({sample.rep, sample.ms, sample.cpu_ms, sample.others_cores, sample.rep_ms});
+    reps.push_back({sample.rep, sample.ms, sample.cpu_ms, sample.others_cores, sample.rep_ms, sample.cpu_probe_us});
   }
   for (auto& [key, reps] : by_rep) {
     std::sort(reps.begin(), reps.end());
@@ -284,6 +284,7 @@ IndexedSamples index_samples(const std::vector<SampleRow>& samples, const std::v
       indexed.cpu[key].push_back(rep.cpu_ms);
       indexed.others_cores[key].push_back(rep.others_cores);
       indexed.rep_ms[key].push_back(rep.rep_ms);
+      indexed.cpu_probe[key].push_back(rep.cpu_probe_us);
     }
   }
   return indexed;
@@ -309,6 +310,7 @@ RunData load_run(const std::string& path) {
   IndexedSamples indexed = index_samples(run.sample_rows, run.rows, samples.string());
   run.samples = std::move(indexed.wall);
   run.cpu_samples = std::move(indexed.cpu);
+  run.cpu_probe_samples = std::move(indexed.cpu_probe);
   run.sample_row_keys = std::move(indexed.row_keys);
   check_samples_match_rows(run, samples.string(), indexed.first_index);
   run.machine = read_machine(dir / "machine.json");

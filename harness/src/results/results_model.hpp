@@ -33,6 +33,9 @@ struct RunData {
   std::vector<std::string> sample_row_keys;  // the row_key() of the row each of sample_rows belongs to
   SampleIndex samples;      // wall time, by row_key()
   SampleIndex cpu_samples;  // CPU time, parallel to `samples` (kMissing where the file has none)
+  // The CPUs' probe before each repetition (samples.csv's cpu_probe_us), parallel to `samples`
+  // (kMissing where the file has none).
+  SampleIndex cpu_probe_samples;
   nlohmann::json machine;   // null when machine.json is absent
   catalog::Catalog catalog;  // unsaved when catalog.json is absent (an older run)
   std::string fingerprint() const;  // "" when unknown
@@ -86,7 +89,7 @@ class ShownRowNames {
 };
 
 struct IndexedSamples {
-  SampleIndex wall, cpu, others_cores, rep_ms;
+  SampleIndex wall, cpu, others_cores, rep_ms, cpu_probe;
   std::map<std::string, size_t> first_index;  // by key: the index in `samples` of its first sample
   std::vector<std::string> row_keys;          // by index in `samples`: the key of its row
 };
