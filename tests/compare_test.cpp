@@ -760,6 +760,88 @@ TEST(CompareSpread, WithoutAShiftOrAScatterTheRankTestDecidesAlone) {
 
 // ---- per-row thresholds --------------------------------------------------------------------------
 
+// ---- the CPUs' speed -----------------------------------------------------------------------------
+
+// `run` with the probe of the CPUs taking `us` microseconds before every repetition.
+CraftedRun probed(CraftedRun run, double us) {
+  for (CraftedRow& row : run.rows) row.cpu_probe_us = us;
+  return run;
+}
+
+// Two rows 30% slower in NEW: p5's repetitions ran while the probe of the CPUs took half again as
+// long as in BASE (another tenant on a host core), p17's on CPUs as fast as before. p5 moved no
+// further than its CPUs did: not judged. p17 regressed.
+TEST(CompareCpuSpeed, ARowThatMovedNoFurtherThanItsCpusIsNotJudged) {
+  const CraftedRun base = probed(many_rows(), 30);
+  CraftedRun fresh = probed(scattered(many_rows(), 0.01), 30);
+  CraftedRow& on_slower_cpus = testing::find_row(fresh, "kokkos", "p5");
+  on_slower_cpus.median_ms *= 1.3;
+  on_slower_cpus.cpu_probe_us = 45;
+  testing::find_row(fresh, "kokkos", "p17").median_ms *= 1.3;
+  const auto c = compare_crafted(base, fresh);
+  const auto& excused = row_of(c, "kokkos/cpu/5_p5");
+  EXPECT_NEAR(excused.cpu_change, 0.5, 1e-9);
+  EXPECT_GT(excused.change, 0.2);
+  EXPECT_LE(excused.p_slower_holm, 0.05);
+  EXPECT_EQ(excused.verdict, Verdict::CpuSpeed);
+  const auto& slowed = row_of(c, "kokkos/cpu/17_p17");
+  EXPECT_NEAR(slowed.cpu_change, 0, 1e-9);
+  EXPECT_EQ(slowed.verdict, Verdict::Regression);
+  EXPECT_TRUE(c.failed());
+  ASSERT_FALSE(c.warnings.empty());
+  EXPECT_NE(c.warnings.back().find("1 row moved beyond the threshold no further than the CPUs' speed"),
+            std::string::npos)
+      << c.warnings.back();
+  compare::Options ignore;
+  ignore.cpu_speed = compare::CpuSpeed::Ignore;
+  EXPECT_EQ(row_of(compare_crafted(base, fresh, ignore), "kokkos/cpu/5_p5").verdict, Verdict::Regression);
+
+  const fs::path base_dir = write_run("base", base), fresh_dir = write_run("new", fresh);
+  const fs::path junit = testing::fresh_temp_path("junit.xml");
+  const auto result = run_phasebench(command(base_dir, fresh_dir, "--junit " + junit.string()));
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("CPUs' speed, not judged"), std::string::npos) << result.output;
+  std::ifstream junit_file(junit);
+  const std::string xml((std::istreambuf_iterator<char>(junit_file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(xml.find("the probe of the CPUs moved by +50.0%"), std::string::npos) << xml;
+  EXPECT_EQ(run_phasebench(command(base_dir, fresh_dir, "--cpu-speed ignore")).exit_code, 1);
+  expect_input_error(command(base_dir, fresh_dir, "--cpu-speed sometimes"), {"--cpu-speed"});
+}
+
+// A row that slowed further than its CPUs did is a regression; so is one that a run did not probe
+// (a file written before the probe), judged by its times alone.
+TEST(CompareCpuSpeed, ARowSlowerThanItsCpusOrNotProbedIsJudgedByItsTimes) {
+  CraftedRun base = probed(many_rows(), 30);
+  testing::find_row(base, "kokkos", "p17").cpu_probe_us = kMissing;
+  CraftedRun fresh = probed(scattered(many_rows(), 0.01), 30);
+  CraftedRow& beyond_its_cpus = testing::find_row(fresh, "kokkos", "p5");
+  beyond_its_cpus.median_ms *= 1.6;
+  beyond_its_cpus.cpu_probe_us = 39;
+  CraftedRow& unprobed = testing::find_row(fresh, "kokkos", "p17");
+  unprobed.median_ms *= 1.3;
+  unprobed.cpu_probe_us = 45;
+  const auto c = compare_crafted(base, fresh);
+  EXPECT_NEAR(row_of(c, "kokkos/cpu/5_p5").cpu_change, 0.3, 1e-9);
+  EXPECT_EQ(row_of(c, "kokkos/cpu/5_p5").verdict, Verdict::Regression);
+  EXPECT_TRUE(std::isnan(row_of(c, "kokkos/cpu/17_p17").cpu_change));
+  EXPECT_EQ(row_of(c, "kokkos/cpu/17_p17").verdict, Verdict::Regression);
+  EXPECT_EQ(c.count(Verdict::CpuSpeed), 0);
+}
+
+// Faster CPUs excuse an improvement no larger than theirs, as slower ones excuse a slowdown.
+TEST(CompareCpuSpeed, AnImprovementNoLargerThanItsCpusIsNotJudgedEither) {
+  CraftedRun base = probed(many_rows(), 30);
+  testing::find_row(base, "kokkos", "p5").cpu_probe_us = 45;
+  CraftedRun fresh = probed(scattered(many_rows(), 0.01), 30);
+  testing::find_row(fresh, "kokkos", "p5").median_ms *= 0.7;
+  testing::find_row(fresh, "kokkos", "p17").median_ms *= 0.7;
+  const auto c = compare_crafted(base, fresh);
+  EXPECT_NEAR(row_of(c, "kokkos/cpu/5_p5").cpu_change, 30.0 / 45 - 1, 1e-9);
+  EXPECT_EQ(row_of(c, "kokkos/cpu/5_p5").verdict, Verdict::CpuSpeed);
+  EXPECT_EQ(row_of(c, "kokkos/cpu/17_p17").verdict, Verdict::Improved);
+  EXPECT_FALSE(c.failed());
+}
+
 fs::path thresholds_file(const std::string& text) {
   const fs::path path = testing::fresh_temp_path("thresholds.txt");
   std::ofstream(path) << text;

@@ -61,7 +61,7 @@ void add_shard_option(CLI::App& run, Selection& selection) {
 struct RegressionCommands::Parsed {
   CLI::App* compare = nullptr;
   std::string base, fresh, markdown, junit, mode = "time", ratio_to = "reference", metric = "wall", shift = "run",
-                                            spread = "run";
+                                            spread = "run", cpu_speed = "explain";
   std::string thresholds_file;
   compare::Options options;
 
@@ -87,6 +87,7 @@ int RegressionCommands::Parsed::run_compare() {
   options.ratio_to = ratio_to == "phase0" ? compare::RatioBase::Phase0 : compare::RatioBase::Reference;
   options.shift = shift == "none" ? compare::Shift::None : compare::Shift::Run;
   options.spread = spread == "none" ? compare::Spread::None : compare::Spread::Run;
+  options.cpu_speed = cpu_speed == "ignore" ? compare::CpuSpeed::Ignore : compare::CpuSpeed::Explain;
   if (!thresholds_file.empty()) options.row_thresholds = compare::read_row_thresholds(thresholds_file);
   const results::RunData base_run = results::load_run(base), new_run = results::load_run(fresh);
   const compare::Comparison comparison = compare::compare_runs(base_run, new_run, options);
@@ -129,6 +130,12 @@ RegressionCommands::RegressionCommands(CLI::App& app) : parsed_(std::make_unique
                    "own error): run (default; two runs of one build differ row by row beyond what a row's "
                    "repetitions show) or none (the rank test alone)")
       ->check(CLI::IsMember({"run", "none"}));
+  p.compare
+      ->add_option("--cpu-speed", p.cpu_speed,
+                   "explain (default: in time mode, a row that moved beyond the threshold no further than "
+                   "the probe of the CPUs did between its repetitions in the two runs is not judged) or "
+                   "ignore (judge it by its times alone)")
+      ->check(CLI::IsMember({"explain", "ignore"}));
   add_number_option(*p.compare, "--max-shift", p.options.max_shift_pct,
                     "fail when the run-wide shift is a slowdown above PCT percent (default: never; a "
                     "shift is printed and warned about)",

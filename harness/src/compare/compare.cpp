@@ -83,6 +83,21 @@ Measurement measure(const RunData& run, const ResultRow& row, const Options& opt
 
 // ---- one row -------------------------------------------------------------------------------------
 
+// NEW's median probe of the CPUs over the row's repetitions, over BASE's, minus 1; NaN where either
+// run lacks a probe of some repetition (a file written before the probe).
+double cpu_change_of(const RunData& base, const ResultRow& base_row, const RunData& fresh, const ResultRow& new_row) {
+  const auto probes = [](const RunData& run, const ResultRow& row) -> const std::vector<double>* {
+    const auto found = run.cpu_probe_samples.find(row_key(row));
+    if (found == run.cpu_probe_samples.end() || found->second.empty()) return nullptr;
+    const auto& values = found->second;
+    return std::all_of(values.begin(), values.end(), [](double v) { return v > 0; }) ? &values : nullptr;
+  };
+  const std::vector<double>* before = probes(base, base_row);
+  const std::vector<double>* after = probes(fresh, new_row);
+  if (!before || !after) return kMissing;
+  return stats::median(*after) / stats::median(*before) - 1;
+}
+
 // Rows without samples still show the medians results.csv recorded (wall time mode only).
 void add_recorded_medians(RowComparison& rc, const Options& options) {
   if (options.mode != Mode::Time || options.metric != Metric::Wall) return;
@@ -160,6 +175,7 @@ std::optional<PendingTest> compare_row(RowComparison& rc, const RunData& base, c
     add_recorded_medians(rc, options);
     return std::nullopt;
   }
+  rc.cpu_change = cpu_change_of(base, *rc.base, fresh, *rc.fresh);
   return PendingTest{0, std::move(before.values), std::move(after.values)};
 }
 
@@ -244,13 +260,29 @@ RunSpread run_spread(const Comparison& comparison, const std::vector<size_t>& te
   return spread;
 }
 
+// Whether the CPUs' speed alone can account for the row's move: they slowed (sped up) between its
+// BASE and NEW repetitions by at least as much as the row's own time did, before the run-wide
+// shift. The probe's work is the kind of code a busy neighbour slows most, so a row that moved no
+// further than the probe may have moved for no other reason.
+bool explained_by_cpus(const RowComparison& rc, const Options& options, bool slower) {
+  // In ratio mode a row is divided by a row of its own run, which met the same CPUs.
+  if (options.cpu_speed == CpuSpeed::Ignore || options.mode == Mode::Ratio || std::isnan(rc.cpu_change)) return false;
+  return slower ? rc.cpu_change >= rc.raw_change : rc.cpu_change <= rc.raw_change;
+}
+
 Verdict timing_verdict(const RowComparison& rc, const Options& options, bool spread_applied) {
   const double threshold = rc.threshold_pct / 100;
   const bool slower = rc.p_slower_holm <= options.alpha, faster = rc.p_faster_holm <= options.alpha;
   const bool stands_out_slower = !spread_applied || rc.p_spread_slower_holm <= options.alpha;
   const bool stands_out_faster = !spread_applied || rc.p_spread_faster_holm <= options.alpha;
-  if (slower && rc.change > threshold) return stands_out_slower ? Verdict::Regression : Verdict::WithinSpread;
-  if (faster && rc.change < -threshold) return stands_out_faster ? Verdict::Improved : Verdict::WithinSpread;
+  if (slower && rc.change > threshold) {
+    if (!stands_out_slower) return Verdict::WithinSpread;
+    return explained_by_cpus(rc, options, true) ? Verdict::CpuSpeed : Verdict::Regression;
+  }
+  if (faster && rc.change < -threshold) {
+    if (!stands_out_faster) return Verdict::WithinSpread;
+    return explained_by_cpus(rc, options, false) ? Verdict::CpuSpeed : Verdict::Improved;
+  }
   if (slower) return Verdict::Slower;
   if (faster) return Verdict::Faster;
   if (std::abs(rc.change) > threshold) return Verdict::Noisy;
@@ -445,6 +477,23 @@ void warn_about_groups_that_moved_together(Comparison& comparison) {
   }
 }
 
+// Rows excused by the CPUs' speed are neither failed nor improved: the reader hears how many, and
+// how far the CPUs moved, since a real change hidden among them shows only in other runs.
+void warn_about_cpu_speed(Comparison& comparison) {
+  std::vector<double> moves;
+  for (const RowComparison& rc : comparison.rows)
+    if (rc.verdict == Verdict::CpuSpeed) moves.push_back(rc.cpu_change);
+  if (moves.empty()) return;
+  const auto [fewest, most] = std::minmax_element(moves.begin(), moves.end());
+  comparison.warnings.push_back(
+      plural(static_cast<int>(moves.size()), "row") + " moved beyond the threshold no further than the CPUs' speed " +
+      "did between their repetitions (the probe of the CPUs, samples.csv's cpu_probe_us: " +
+      format_change_percent(*fewest) + " to " + format_change_percent(*most) +
+      "): not judged. On a shared host another tenant's threads on a virtual CPU's core slow it for seconds to "
+      "minutes, unseen by the guest's counters; compare new runs, or gate them (ci/gate.sh: interleaved runs). "
+      "--cpu-speed ignore judges them by their times alone");
+}
+
 // A rule that matches no row is most likely a typo in its pattern.
 void warn_about_unused_rules(Comparison& comparison) {
   const RowThresholds& thresholds = comparison.options.row_thresholds;
@@ -481,6 +530,8 @@ std::string verdict_name(Verdict verdict) {
     case Verdict::Untested: return "untested";
     case Verdict::RatioBase: return "ratio base";
     case Verdict::Disturbed: return "disturbed, not judged";
+    case Verdict::CpuSpeed:
+      return "CPUs' speed, not judged";
   }
   return "?";
 }
@@ -572,6 +623,7 @@ Comparison compare_runs(const RunData& base, const RunData& fresh, const Options
   warn_about_power(comparison);
   warn_about_rows(comparison);
   warn_about_groups_that_moved_together(comparison);
+  warn_about_cpu_speed(comparison);
   note_catalogs(comparison, base, fresh);
   note_incomplete(comparison, base, fresh);
   return comparison;

@@ -40,6 +40,10 @@ enum class Shift { Run, None };
 /// Whether a row's change beyond the run-wide shift must also stand out of the run's spread (how
 /// far the rows' changes scatter around the shift), or is judged by its rank test alone.
 enum class Spread { Run, None };
+/// Whether a row that slowed (or sped up) beyond its threshold is excused when the CPUs were
+/// slower (faster) by at least as much during its NEW repetitions than during its BASE ones, as
+/// run's probe of them measured (samples.csv's cpu_probe_us), or judged by its times alone.
+enum class CpuSpeed { Explain, Ignore };
 /// A run-wide shift is taken only over at least this many rows: the median of fewer follows the
 /// rows that really changed.
 constexpr int kFewestRowsForShift = 8;
@@ -54,6 +58,7 @@ struct Options {
   bool allow_incomplete = false;  // compare a run marked incomplete (with a note) instead of refusing it
   Shift shift = Shift::Run;
   Spread spread = Spread::Run;  // applies where the run-wide shift is taken
+  CpuSpeed cpu_speed = CpuSpeed::Explain;  // applies where both runs probed the CPUs
   // A run-wide slowdown above this (percent) fails the comparison; NaN: none does. Separate runs
   // of one build drift by more than a row's threshold on a shared machine (docs/regression-gate.md),
   // so only a bound well above that drift tells a change that slowed everything from the machine.
@@ -81,6 +86,8 @@ enum class Verdict {
   RatioBase,     // in ratio mode, the row the others are divided by
   Disturbed,     // OK on both sides, but other work on the machine disturbed its repetitions in one
                  // run or both (results.csv's `disturbed`): its times are not judged
+  CpuSpeed,      // beyond the threshold and significant, but the CPUs' speed changed as much between
+                 // its BASE and NEW repetitions (cpu_probe_us): the machine, not judged
 };
 
 std::string verdict_name(Verdict verdict);
@@ -105,6 +112,9 @@ struct RowComparison {
   // (one-sided, normal), Holm-adjusted over the rows tested.
   double spread_z = kMissing;
   double p_spread_slower_holm = kMissing, p_spread_faster_holm = kMissing;
+  // How much longer the probe of the CPUs took during NEW's repetitions of the row than during
+  // BASE's (ratio of medians, minus 1: +0.4 is CPUs 40% slower); NaN where a run has no probe.
+  double cpu_change = kMissing;
   Verdict verdict = Verdict::Unchanged;
 };
 

@@ -62,6 +62,10 @@ std::string skip_reason(const RowComparison& rc) {
       return "not timed: " + status_text(rc) + (rc.fresh && !rc.fresh->reason.empty() ? ": " + rc.fresh->reason : "");
     case Verdict::Disturbed:
       return "disturbed: other work on the machine slowed its repetitions; not judged";
+    case Verdict::CpuSpeed:
+      return "the CPUs' speed: the probe of the CPUs moved by " + format_change_percent(rc.cpu_change) +
+             " between its repetitions in the two runs, as far as the row (" + format_change_percent(rc.raw_change) +
+             "); not judged";
     case Verdict::Untested:
       return "untested: no repetition samples to compare";
     case Verdict::Missing:

@@ -1,6 +1,7 @@
 // `compare`'s output: one table of cells, printed aligned for the terminal and as Markdown for a
 // pull-request comment, so the two always show the same thing.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -28,6 +29,11 @@ std::string value_text(double value, const Options& options) {
 // The threshold column appears only where a thresholds file gives rows their own.
 bool shows_thresholds(const Comparison& c) { return !c.options.row_thresholds.rules.empty(); }
 
+// The CPUs' column appears where both runs probed the CPUs of some row tested.
+bool shows_cpu_change(const Comparison& c) {
+  return std::any_of(c.rows.begin(), c.rows.end(), [](const RowComparison& rc) { return !std::isnan(rc.cpu_change); });
+}
+
 std::vector<std::string> header(const Comparison& c) {
   const Options& options = c.options;
   const std::string unit = options.mode == Mode::Time ? (options.metric == Metric::Cpu ? " CPU ms" : " ms")
@@ -37,6 +43,7 @@ std::vector<std::string> header(const Comparison& c) {
       "p (Holm)"};
   if (c.spread.applied) cells.push_back("z vs spread");
   if (shows_thresholds(c)) cells.push_back("threshold");
+  if (shows_cpu_change(c)) cells.push_back("CPUs");
   cells.push_back("verdict");
   return cells;
 }
@@ -47,6 +54,7 @@ std::vector<std::string> cells_of(const RowComparison& rc, const Comparison& c) 
       change_text(rc), holm_p_text(rc)};
   if (c.spread.applied) cells.push_back(spread_z_text(rc));
   if (shows_thresholds(c)) cells.push_back(format_significant(rc.threshold_pct, 6) + "%");
+  if (shows_cpu_change(c)) cells.push_back(std::isnan(rc.cpu_change) ? "-" : format_change_percent(rc.cpu_change));
   cells.push_back(verdict_name(rc.verdict));
   return cells;
 }
@@ -184,6 +192,10 @@ std::string method_text(const Comparison& c) {
                            : std::string()) +
          (c.shift.applied && !std::isnan(c.options.max_shift_pct)
               ? ". A run-wide slowdown above " + format_significant(c.options.max_shift_pct, 6) + "% fails on its own"
+              : std::string()) +
+         (c.options.cpu_speed == CpuSpeed::Explain && c.options.mode == Mode::Time && shows_cpu_change(c)
+              ? ". A row that moved no further than the probe of the CPUs did between its repetitions in the two "
+                "runs (column CPUs) is not judged: the CPUs' speed can account for it"
               : std::string()) +
          ". A row that was not failing and now fails its check (FAIL, MISTRUSTED, ERROR) always fails "
          "the gate. The change's interval is a 95% bootstrap interval of the ratio of medians.";
