@@ -32,6 +32,7 @@
 #include "phasebench/errors.hpp"
 #include "phasebench/files.hpp"
 #include "phasebench/machine.hpp"
+#include "phasebench/stats.hpp"
 #include "results/results_model.hpp"
 #include "results/scaling.hpp"
 #include "roofline/roofline.hpp"
@@ -179,12 +180,11 @@ nlohmann::json cpu_probe_state(const detail::RunRecord& record) {
     for (const SampleRow& sample : samples)
       if (sample.cpu_probe_us > 0) probes.push_back(sample.cpu_probe_us);
   if (probes.empty()) return nullptr;
-  std::sort(probes.begin(), probes.end());
-  const double best = probes.front();
+  const double best = *std::min_element(probes.begin(), probes.end());
   const auto slower =
       std::count_if(probes.begin(), probes.end(), [&](double us) { return us >= kSlowerCpusFactor * best; });
   return {{"best_us", best},
-          {"median_us", probes[probes.size() / 2]},
+          {"median_us", stats::median(probes)},
           {"slower_share", static_cast<double>(slower) / static_cast<double>(probes.size())},
           {"slower_factor", kSlowerCpusFactor}};
 }

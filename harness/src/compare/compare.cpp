@@ -24,15 +24,20 @@ struct Measurement {
   std::vector<double> values;
 };
 
-// The row's repetitions in the metric compared; nullptr when there are none (or, for CPU time,
-// when the file predates the cpu_ms column).
-const std::vector<double>* samples_of(const RunData& run, const ResultRow& row, Metric metric) {
-  const auto& by_key = metric == Metric::Cpu ? run.cpu_samples : run.samples;
+// The row's values in one sample column (`by_key`, by row key); nullptr when there are none or one
+// is missing (a file that predates the column).
+const std::vector<double>* complete_values(const results::SampleIndex& by_key, const ResultRow& row) {
   const auto found = by_key.find(row_key(row));
   if (found == by_key.end() || found->second.empty()) return nullptr;
   const auto& values = found->second;
   if (std::any_of(values.begin(), values.end(), [](double v) { return std::isnan(v); })) return nullptr;
   return &values;
+}
+
+// The row's repetitions in the metric compared; nullptr when there are none (or, for CPU time,
+// when the file predates the cpu_ms column).
+const std::vector<double>* samples_of(const RunData& run, const ResultRow& row, Metric metric) {
+  return complete_values(metric == Metric::Cpu ? run.cpu_samples : run.samples, row);
 }
 
 // The row `row` is divided by in ratio mode: the workload's serial reference, or the lowest timed
@@ -86,14 +91,8 @@ Measurement measure(const RunData& run, const ResultRow& row, const Options& opt
 // NEW's median probe of the CPUs over the row's repetitions, over BASE's, minus 1; NaN where either
 // run lacks a probe of some repetition (a file written before the probe).
 double cpu_change_of(const RunData& base, const ResultRow& base_row, const RunData& fresh, const ResultRow& new_row) {
-  const auto probes = [](const RunData& run, const ResultRow& row) -> const std::vector<double>* {
-    const auto found = run.cpu_probe_samples.find(row_key(row));
-    if (found == run.cpu_probe_samples.end() || found->second.empty()) return nullptr;
-    const auto& values = found->second;
-    return std::all_of(values.begin(), values.end(), [](double v) { return v > 0; }) ? &values : nullptr;
-  };
-  const std::vector<double>* before = probes(base, base_row);
-  const std::vector<double>* after = probes(fresh, new_row);
+  const std::vector<double>* before = complete_values(base.cpu_probe_samples, base_row);
+  const std::vector<double>* after = complete_values(fresh.cpu_probe_samples, new_row);
   if (!before || !after) return kMissing;
   return stats::median(*after) / stats::median(*before) - 1;
 }

@@ -111,7 +111,7 @@ void add_samples(MergedRows& merged, const RunData& run, const ResultRow& row) {
   const std::string key = results::row_key(row);
   const auto found = run.samples.find(key);
   if (found != run.samples.end())
-    append_samples(merged, row, found->second, run.cpu_samples.at(key), values_of(run.cpu_probe_samples, key));
+    append_samples(merged, row, found->second, run.cpu_samples.at(key), run.cpu_probe_samples.at(key));
 }
 
 // Rows keep their own run_id, so `compare --mode ratio` knows which rows were timed together.
@@ -213,12 +213,6 @@ std::string merged_benchmark_json(const std::vector<RunData>& runs) {
 }
 
 }  // namespace
-
-const std::vector<double>& values_of(const results::SampleIndex& index, const std::string& key) {
-  static const std::vector<double> none;
-  const auto found = index.find(key);
-  return found == index.end() ? none : found->second;
-}
 
 void append_samples(MergedRows& merged, const ResultRow& row, const std::vector<double>& samples,
                     const std::vector<double>& cpu_samples, const std::vector<double>& cpu_probes) {

@@ -3,7 +3,6 @@
 // run directory that `compare`, `report` and `baseline record` read like any other.
 // Internal to the harness.
 
-#include <map>
 #include <string>
 #include <vector>
 
@@ -51,8 +50,5 @@ MergedRows pool_rows(const std::vector<results::RunData>& runs, const std::strin
 /// each, to `merged` (a probe missing where `cpu_probes` is shorter).
 void append_samples(MergedRows& merged, const ResultRow& row, const std::vector<double>& samples,
                     const std::vector<double>& cpu_samples, const std::vector<double>& cpu_probes);
-
-/// `index`'s values for `key`; none where it has no such key (a run whose file has no such column).
-const std::vector<double>& values_of(const std::map<std::string, std::vector<double>>& index, const std::string& key);
 
 }  // namespace pb::merge

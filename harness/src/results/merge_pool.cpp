@@ -28,7 +28,7 @@ MergedRows pool_rows(const std::vector<results::RunData>& runs, const std::strin
         samples[key].insert(samples[key].end(), found->second.begin(), found->second.end());
         const std::vector<double>& cpu = run.cpu_samples.at(key);
         cpu_samples[key].insert(cpu_samples[key].end(), cpu.begin(), cpu.end());
-        const std::vector<double>& probes = values_of(run.cpu_probe_samples, key);
+        const std::vector<double>& probes = run.cpu_probe_samples.at(key);
         cpu_probes[key].insert(cpu_probes[key].end(), probes.begin(), probes.end());
       }
     }
@@ -47,7 +47,7 @@ MergedRows pool_rows(const std::vector<results::RunData>& runs, const std::strin
   }
   for (const ResultRow& row : pooled.rows)
     if (const auto found = samples.find(results::row_key(row)); found != samples.end())
-      append_samples(pooled, row, found->second, cpu_samples.at(found->first), values_of(cpu_probes, found->first));
+      append_samples(pooled, row, found->second, cpu_samples.at(found->first), cpu_probes.at(found->first));
   return pooled;
 }
 
