@@ -58,6 +58,7 @@ TEST(Cli, NumbersAreDecimalFiniteInRangeAndNothingElse) {
       {"verify --seeds 1001", "'1001' is out of range"},
       {"run --time-budget nan", "'nan' is not a finite number"},
       {"run --hang-timeout inf", "'inf' is not a finite number"},
+      {"run --processes 0", "--processes: '0' is out of range (a whole number from 1 to 100)"},
       {"verify --hang-timeout 0", "'0' is out of range (a number from 0.1 to 1e+07)"},
       {"compare a b --threshold nan", "--threshold: 'nan' is not a finite number"},
       {"compare a b --threshold -1", "'-1' is out of range"},

@@ -1,7 +1,8 @@
 // `run` under its supervisor: stopped by a signal it keeps what was finished, marks the run
 // incomplete and removes its scratch files, and `run --resume` finishes it; its worker never
 // outlives it; a hanging case is timed out while the others finish; repetitions follow the time
-// budget (below three only when three of each do not fit); Google Benchmark's compare.py reads benchmark.json as it reads its own.
+// budget (below three only when three of each do not fit); --processes has fresh workers time the
+// rounds in turn; Google Benchmark's compare.py reads benchmark.json as it reads its own.
 // Faults are injected with PHASEBENCH_INJECT_HANG (harness/src/engine/fault_injection.hpp) into the serial
 // reference of trainer2/train_step, among the five trainer2 references at the small size.
 
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -219,6 +221,39 @@ TEST(RunBudget, RepetitionsFollowTheBudgetAndEveryCaseGetsOne) {
   EXPECT_LT(*std::min_element(squeezed.begin(), squeezed.end()), 10) << "the budget was not applied";
   for (int reps : reps_of_run("--time-budget 1 --reps 4")) EXPECT_EQ(reps, 4) << "--reps given keeps its meaning";
   for (int reps : reps_of_run("--time-budget 600")) EXPECT_EQ(reps, 10) << "fast cases keep all the reps asked for";
+}
+
+// --processes 3: each of three workers in turn sets every case up and times its share of the
+// rounds; the run holds every repetition once, and the last worker checks what was timed.
+TEST(RunProcesses, TheRoundsAreTimedByFreshWorkersInTurn) {
+  const fs::path tmp = empty_temp_directory(), out = fresh_temp_path("processes-run");
+  const auto result = run_phasebench(
+      "run --size small --backend reference --filter trainer2/ --quick --reps 5 --processes 3 --out " + out.string(),
+      "TMPDIR=" + tmp.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  for (const std::string share : {"rounds 1-2 of 5", "rounds 3-4 of 5", "rounds 5-5 of 5"})
+    EXPECT_NE(result.output.find(share + " in this worker process"), std::string::npos) << share << "\n"
+                                                                                        << result.output;
+  const auto rows = read_results_csv((out / "results.csv").string());
+  ASSERT_EQ(rows.size(), 5u);
+  std::map<std::string, std::vector<int>> reps_of;
+  for (const SampleRow& sample : read_samples_csv((out / "samples.csv").string())) {
+    reps_of[sample.workload].push_back(sample.rep);
+    EXPECT_GT(sample.cpu_probe_us, 0) << sample.workload << " rep " << sample.rep << ": its CPUs not probed";
+  }
+  for (const ResultRow& row : rows) {
+    EXPECT_EQ(row.status, Status::Ok) << row.workload << ": " << row.reason;
+    EXPECT_EQ(row.reps, 5);
+    std::vector<int> reps = reps_of[row.workload];
+    std::sort(reps.begin(), reps.end());
+    EXPECT_EQ(reps, (std::vector<int>{0, 1, 2, 3, 4})) << row.workload;
+    EXPECT_TRUE(std::isfinite(row.later_rel_l2_err)) << row.workload << ": not checked after its timing";
+  }
+  EXPECT_EQ(machine_of(out)["timing"]["processes"], 3);
+  EXPECT_EQ(machine_of(out)["complete"], true);
+  EXPECT_TRUE(holds_nothing(tmp));
+  fs::remove_all(tmp);
+  fs::remove_all(out);
 }
 
 TEST(GoogleBenchmarkTools, ComparePyGroupsTheRepetitionsOfACaseAndRunsItsUTest) {

@@ -1,8 +1,8 @@
 // How `run` plans its timing: repetitions fitted to the time budget (cheap cases keep all they
 // asked for, expensive ones give up repetitions first: below three only when three of each do not
 // fit, as on a GPU node whose serial references take seconds), the interleaved
-// schedule that a restarted worker continues, the limits that end a hang, and the run record that
-// survives a killed worker.
+// schedule that a restarted worker continues, its rounds divided over workers (--processes), the limits that end a
+// hang, and the run record that survives a killed worker.
 
 #include <gtest/gtest.h>
 
@@ -124,6 +124,26 @@ TEST(InterleavedSchedule, EachRepetitionOnceRoundByRoundFromWhereTheRecordStops)
   std::set<std::pair<size_t, int>> expected{{0, 2}, {0, 3}, {0, 4}, {1, 0}, {1, 1}, {1, 2}};
   EXPECT_EQ(seen, expected);
   EXPECT_EQ(schedule.size(), interleaved_schedule(done, timings, 7).size());
+}
+
+// --processes: each worker times the rounds up to the next boundary that divides them evenly, and
+// one that took over after a crash goes on to the same boundary.
+TEST(ProcessShare, TheRoundsAreDividedEvenlyOverTheWorkersInTurn) {
+  std::vector<CaseTiming> timings{costing(0.1), costing(0.1), costing(0.1)};
+  timings[0].reps = 10;
+  timings[1].reps = 6;  // fewer, fitted to the budget: done before the last round
+  timings[2].reps = 0;  // not timed
+  EXPECT_EQ(end_of_this_process_rounds({0, 0, 0}, timings, 1), 10) << "one process times every round";
+  EXPECT_EQ(end_of_this_process_rounds({0, 0, 0}, timings, 3), 4);
+  EXPECT_EQ(end_of_this_process_rounds({4, 4, 0}, timings, 3), 7);
+  EXPECT_EQ(end_of_this_process_rounds({7, 6, 0}, timings, 3), 10);
+  EXPECT_EQ(end_of_this_process_rounds({5, 4, 0}, timings, 3), 7) << "a crash in round 5: the next goes on to 7";
+  EXPECT_EQ(end_of_this_process_rounds({10, 6, 0}, timings, 3), 10) << "nothing left";
+  EXPECT_EQ(end_of_this_process_rounds({0, 0, 0}, timings, 10), 1);
+  EXPECT_EQ(end_of_this_process_rounds({9, 6, 0}, timings, 10), 10);
+  timings[0].reps = timings[1].reps = 2;
+  EXPECT_EQ(end_of_this_process_rounds({0, 0, 0}, timings, 5), 1) << "more processes than rounds: one round each";
+  EXPECT_EQ(end_of_this_process_rounds({1, 1, 0}, timings, 5), 2);
 }
 
 TEST(StepLimits, ARepetitionMayRunTenTimesItsPlanAndNeverLessThanAMinute) {

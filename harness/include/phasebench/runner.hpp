@@ -85,6 +85,10 @@ struct RunOptions {
   bool quick = false;
   double time_budget_s = kDefaultTimeBudgetSeconds;
   double hang_timeout_s = 300;  // a check or warm-up running longer is ended: ERROR "timed out"
+  // Worker processes the timed repetitions are split over, one after another, each setting every
+  // case up anew: a state of one process (where its memory landed, where its threads ran) weighs
+  // 1/processes in each row instead of the whole row.
+  int processes = 1;
   std::string run_id;
 };
 

@@ -94,6 +94,11 @@ int run_cli(int argc, char** argv, CliMode mode) {
   add_number_option(*run, "--hang-timeout", run_command.options.hang_timeout_s,
                   "seconds a check or warm-up may take before the case is ended as ERROR \"timed out\"; a timed "
                   "repetition may take 10 times its planned time (default 300)", 0.1, 1e7);
+  add_number_option(*run, "--processes", run_command.options.processes,
+                    "worker processes the timed repetitions are split over, one after another, each setting every "
+                    "case up anew, so that one process's state (where its memory landed, where its threads ran) "
+                    "weighs 1/N in each row (default 1)",
+                    1, 100);
   add_thread_counts_option(*run, "--threads", run_command.options.thread_counts,
                            "CPU threads for torch, OpenMP, oneDNN, comma-separated, max for all cores: every "
                            "case at each, interleaved in one worker (Kokkos: a worker per count; default: all cores)");

@@ -65,6 +65,7 @@ nlohmann::json options_json(const RunOptions& options, const std::string& out_di
           {"quick", options.quick},
           {"time_budget_s", options.time_budget_s},
           {"hang_timeout_s", options.hang_timeout_s},
+          {"processes", options.processes},
           {"run_id", options.run_id},
           {"out", out_dir},
           {"budget_started_at", detail::seconds_since_epoch()}};
@@ -87,6 +88,7 @@ RunOptions options_from_json(const nlohmann::json& json) {
   options.quick = json.at("quick").get<bool>();
   options.time_budget_s = json.at("time_budget_s").get<double>();
   options.hang_timeout_s = json.at("hang_timeout_s").get<double>();
+  options.processes = json.value("processes", 1);  // absent from records of older runs
   options.run_id = json.at("run_id").get<std::string>();
   return options;
 }
@@ -246,7 +248,8 @@ nlohmann::json run_machine(const RunOptions& options, const detail::RunRecord& r
   machine["timing"] = {{"reps", options.reps},
                        {"reps_fixed", options.reps_fixed},
                        {"time_budget_s", options.time_budget_s},
-                       {"hang_timeout_s", options.hang_timeout_s}};
+                       {"hang_timeout_s", options.hang_timeout_s},
+                       {"processes", options.processes}};
   machine["complete"] = !ending.has_value();
   if (ending)
     machine["incomplete"] = {{"reason", *ending},
@@ -305,9 +308,12 @@ int write_run(const fs::path& directory, bool replacing, const fs::path& record_
 
 // ---- the worker ---------------------------------------------------------------------------------
 
+// A worker's exit code when it timed its share of the rounds and leaves the rest to a fresh one.
+constexpr int kWorkerHandsOver = 64;
+
 // Everything the record does not hold yet of the cases at `threads`, journaling each step before
-// it begins.
-void work(const fs::path& scratch, bool journaled, int threads) {
+// it begins (with --processes, this worker's share of it).
+detail::WorkerOutcome work(const fs::path& scratch, bool journaled, int threads) {
   const fs::path record_dir = scratch / kRecord;
   const detail::RunRecord previous = detail::read_run_record(record_dir);
   RunOptions options = options_from_json(previous.arguments);
@@ -323,7 +329,7 @@ void work(const fs::path& scratch, bool journaled, int threads) {
     if (journaled) journal << row_name << '\t' << limit_seconds << std::endl;  // flushed: the supervisor reads it
     detail::inject_faults(row_name);
   };
-  detail::execute_run(options, previous, recorder, hooks);
+  return detail::execute_run(options, previous, recorder, hooks);
 }
 
 // ---- the supervisor ----------------------------------------------------------------------------
@@ -335,7 +341,8 @@ class Supervisor {
   fs::path record_dir() const { return scratch_.path() / kRecord; }
 
   // For each worker's thread count in turn (worker_counts), starts workers until one gets through
-  // every case of that worker; each goes on from the record.
+  // every case of that worker; each goes on from the record. A worker that hands over (--processes)
+  // is followed by a fresh one.
   int run(const std::vector<int>& thread_counts) {
     worker_environment::prepare_for_workers();
     for (const int threads : thread_counts)
@@ -346,6 +353,7 @@ class Supervisor {
         const detail::WorkerExit exit = worker.wait(journal().string(), stop_);
         using Kind = detail::WorkerExit::Kind;
         if (exit.kind == Kind::Stopped) return stopped(exit.code);
+        if (exit.kind == Kind::Exited && exit.code == kWorkerHandsOver) continue;
         if (exit.kind == Kind::Exited && exit.code != 0) return finished(exit.code);
         if (exit.kind == Kind::Exited) break;  // every case at this count is done
         if (const auto given_up = record_ending(exit)) {
@@ -435,10 +443,10 @@ void make_parent_directory(const fs::path& directory) {
 
 int run(RunCommand command) {
   run_start() = {interference::read_cpu_clock(), interference::load_average()};
-  if (!command.worker_dir.empty()) {
-    work(command.worker_dir, true, command.worker_threads);
-    return 0;
-  }
+  if (!command.worker_dir.empty())
+    return work(command.worker_dir, true, command.worker_threads) == detail::WorkerOutcome::HandedOver
+               ? kWorkerHandsOver
+               : 0;
   const bool resuming = !command.resume_dir.empty();
   if (!resuming) {
     if (command.options.run_id.empty()) command.options.run_id = make_run_id();
@@ -454,7 +462,9 @@ int run(RunCommand command) {
   const RunOptions options = resuming ? take_over_resume_record(directory, supervisor.record_dir()) : command.options;
   if (!resuming) detail::RunRecorder(supervisor.record_dir()).arguments(options_json(options, command.out_dir));
   if (std::getenv("PHASEBENCH_NO_ISOLATION")) {  // for debugging: everything in this process, one thread count
-    work(supervisor.record_dir().parent_path(), false, options.thread_counts.front());
+    const fs::path scratch = supervisor.record_dir().parent_path();
+    while (work(scratch, false, options.thread_counts.front()) == detail::WorkerOutcome::HandedOver) {
+    }
     return write_run(directory, resuming, supervisor.record_dir(), std::nullopt);
   }
   return supervisor.run(worker_counts(options));

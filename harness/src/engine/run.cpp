@@ -143,7 +143,8 @@ class RunInProgress {
   }
 
   void check_all();
-  void time_all();
+  // Returns whether rounds are left for a later worker (--processes).
+  bool time_all();
   void check_after_timing();
 
  private:
@@ -171,7 +172,8 @@ class RunInProgress {
   std::vector<CaseTiming> planned_timings(const std::vector<size_t>& timed);
   std::vector<CaseTiming> new_timings(const std::vector<size_t>& timed);
   bool set_up_again(size_t i);
-  void announce(const std::vector<CaseTiming>& timings, const std::vector<Repetition>& schedule, double budget);
+  void announce(const std::vector<CaseTiming>& timings, const std::vector<Repetition>& schedule, double budget,
+                const std::string& share);
   std::string sweep_points() const;
   // What is left of the run's time budget for this worker: its share by cases against the workers
   // still to come, once their checking (at this worker's pace per case) is set aside.
@@ -248,7 +250,7 @@ bool RunInProgress::set_up_again(size_t i) {
   return false;
 }
 
-// Timings an earlier worker planned: each case set up again and warmed up with one iteration.
+// Timings an earlier worker planned: each case set up again and warmed up as a new one is.
 std::vector<CaseTiming> RunInProgress::planned_timings(const std::vector<size_t>& timed) {
   std::vector<CaseTiming> timings(cases_.size());
   progress_.plan({{"warm-up", timed.size(), 1.0, {}}});
@@ -265,7 +267,7 @@ std::vector<CaseTiming> RunInProgress::planned_timings(const std::vector<size_t>
     begin_step(i, check_limit_seconds(plan_));
     if (!set_up_again(i)) continue;
     try {
-      timed_iteration(cases_[i]);
+      warm_up(cases_[i], plan_, 0, true);  // its pace is the plan's: the new estimate is not kept
       timings[i] = planned->second;
     } catch (const std::exception& error) {
       record_error(cases_[i], "warm-up", error);
@@ -299,7 +301,11 @@ std::vector<CaseTiming> RunInProgress::new_timings(const std::vector<size_t>& ti
       fail(i);
     }
   }
-  fit_repetitions(fitted, plan_, std::max(0.0, budget_share_left()));
+  // Each later worker (--processes) warms every case up again before its rounds.
+  double warming_up_again = 0;
+  for (size_t i : timed) warming_up_again += expected_warm_up_seconds(plan_, checked_ms_[i], true);
+  const double processes_after_this = std::min(options_.processes, plan_.reps) - 1;
+  fit_repetitions(fitted, plan_, std::max(0.0, budget_share_left() - processes_after_this * warming_up_again));
   std::map<std::string, CaseTiming> recorded = previous_.plan;  // the other thread counts' plans
   for (size_t i : timed)
     if (cases_[i].status == Status::Ok) recorded[name(i)] = timings[i];
@@ -325,7 +331,7 @@ std::string RunInProgress::sweep_points() const {
 }
 
 void RunInProgress::announce(const std::vector<CaseTiming>& timings, const std::vector<Repetition>& schedule,
-                             double budget) {
+                             double budget, const std::string& share) {
   int fewest = plan_.reps, most = 0;
   size_t timed = 0;
   for (const CaseTiming& timing : timings)
@@ -349,11 +355,27 @@ void RunInProgress::announce(const std::vector<CaseTiming>& timings, const std::
                      " repetitions to keep it, and no confidence interval)";
   }
   progress_.note("timing: " + std::to_string(timed) + " cases x " + reps + " interleaved repetitions (" +
-                 std::to_string(schedule.size()) + " to run" + sweep_points() + "), about " + format_duration(planned) +
-                 budget_text);
+                 std::to_string(schedule.size()) + " to run" + share + sweep_points() + "), about " +
+                 format_duration(planned) + budget_text);
 }
 
-void RunInProgress::time_all() {
+// The repetitions of `schedule` in rounds before `end_round`: this worker's share (--processes).
+std::vector<Repetition> rounds_before(const std::vector<Repetition>& schedule, int end_round) {
+  std::vector<Repetition> share;
+  std::copy_if(schedule.begin(), schedule.end(), std::back_inserter(share),
+               [&](const Repetition& repetition) { return repetition.rep < end_round; });
+  return share;
+}
+
+// ": rounds 5-7 of 10 in this worker process (--processes)": the share of `schedule` timed here.
+std::string share_text(const std::vector<Repetition>& schedule, int end_round, int rounds) {
+  int first = end_round;
+  for (const Repetition& repetition : schedule) first = std::min(first, repetition.rep);
+  return ": rounds " + std::to_string(first + 1) + "-" + std::to_string(end_round) + " of " + std::to_string(rounds) +
+         " in this worker process (--processes)";
+}
+
+bool RunInProgress::time_all() {
   std::vector<size_t> timed;
   for (size_t i = 0; i < cases_.size(); ++i)
     if (cases_[i].status == Status::Ok) timed.push_back(i);
@@ -364,12 +386,17 @@ void RunInProgress::time_all() {
   std::vector<int> done(cases_.size(), 0);
   for (size_t i = 0; i < cases_.size(); ++i)
     if (const ResultRow* row = checked_before(i)) done[i] = static_cast<int>(previous_.samples_of(*row).size());
-  const std::vector<Repetition> schedule = interleaved_schedule(done, timings, plan_.shuffle_seed);
+  const std::vector<Repetition> all_left = interleaved_schedule(done, timings, plan_.shuffle_seed);
+  int rounds = 0;
+  for (const CaseTiming& timing : timings) rounds = std::max(rounds, timing.reps);
+  const int end_round = end_of_this_process_rounds(done, timings, options_.processes);
+  const std::vector<Repetition> schedule = rounds_before(all_left, end_round);
+  const std::string share = options_.processes > 1 ? share_text(schedule, end_round, rounds) : "";
   Progress::Stage stage{"timing", schedule.size(), 0.0, {}};
   for (const Repetition& repetition : schedule)
     stage.step_seconds.push_back(repetition_seconds(timings[repetition.case_index]));
   progress_.plan({stage});
-  announce(timings, schedule, budget_share_left());
+  announce(timings, schedule, budget_share_left(), share);
   const double estimate = progress_.seconds_left(), started_at = seconds_since_epoch();
 
   TimingCallbacks callbacks;
@@ -391,7 +418,9 @@ void RunInProgress::time_all() {
   run_schedule(cases_, timings, schedule, callbacks);
   // Estimate against actual, so that a user (and the estimate's maintainer) sees how far off it was.
   progress_.note("timing: " + std::to_string(schedule.size()) + " repetitions in " +
-                 format_duration(seconds_since_epoch() - started_at) + " (estimated " + format_duration(estimate) + ")");
+                 format_duration(seconds_since_epoch() - started_at) + " (estimated " + format_duration(estimate) +
+                 ")" + (schedule.size() < all_left.size() ? "; a fresh worker process times the next rounds" : ""));
+  return schedule.size() < all_left.size();
 }
 
 // Every timed case checked once more after its timing: what was timed must be what was checked.
@@ -532,11 +561,15 @@ void measuring_other_work(RunRecorder& recorder, const std::string& name, Stage 
 
 }  // namespace
 
-void execute_run(const RunOptions& options, const RunRecord& previous, RunRecorder& recorder, const RunHooks& hooks) {
+WorkerOutcome execute_run(const RunOptions& options, const RunRecord& previous, RunRecorder& recorder,
+                          const RunHooks& hooks) {
   RunInProgress run(options, previous, recorder, hooks);
   measuring_other_work(recorder, "checking", [&] { run.check_all(); });
-  measuring_other_work(recorder, "timing", [&] { run.time_all(); });
+  bool rounds_left = false;
+  measuring_other_work(recorder, "timing", [&] { rounds_left = run.time_all(); });
+  if (rounds_left) return WorkerOutcome::HandedOver;
   run.check_after_timing();
+  return WorkerOutcome::Done;
 }  // the variants die here; backends finalize once, at process exit
 
 AssembledRun assemble_run(const std::vector<Case>& cases, const RunRecord& record, const RunOptions& options) {

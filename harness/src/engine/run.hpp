@@ -30,8 +30,14 @@ struct RunHooks {
   double budget_started_at = 0;
 };
 
-/// Does what `previous` (the record so far) does not hold yet, appending to `recorder`.
-void execute_run(const RunOptions& options, const RunRecord& previous, RunRecorder& recorder, const RunHooks& hooks);
+/// What a worker leaves to the next one: nothing at its thread count, or (--processes) the rounds
+/// of repetitions that a fresh worker times, the check after timing with them.
+enum class WorkerOutcome { Done, HandedOver };
+
+/// Does what `previous` (the record so far) does not hold yet, appending to `recorder`: all of
+/// it, or with --processes its share of the timed rounds.
+WorkerOutcome execute_run(const RunOptions& options, const RunRecord& previous, RunRecorder& recorder,
+                          const RunHooks& hooks);
 
 /// A run as its record has it. Rows come in case order: each checked case (and each that ended as
 /// ERROR in a crash or time-out before its check finished); an OK row keeps the repetitions done,

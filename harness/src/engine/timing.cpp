@@ -196,6 +196,19 @@ std::vector<Repetition> interleaved_schedule(const std::vector<int>& done, const
   return schedule;
 }
 
+int end_of_this_process_rounds(const std::vector<int>& done, const std::vector<CaseTiming>& timings, int processes) {
+  int rounds = 0, first_open = std::numeric_limits<int>::max();
+  for (size_t i = 0; i < timings.size(); ++i) {
+    rounds = std::max(rounds, timings[i].reps);
+    if (done[i] < timings[i].reps) first_open = std::min(first_open, done[i]);
+  }
+  for (int k = 1; k < processes; ++k) {
+    const int boundary = (k * rounds + processes - 1) / processes;  // ceil(k * rounds / processes)
+    if (boundary > first_open) return boundary;
+  }
+  return rounds;
+}
+
 void run_schedule(std::vector<LiveCase>& cases, const std::vector<CaseTiming>& timings,
                   const std::vector<Repetition>& schedule, const TimingCallbacks& callbacks) {
   initialize_benchmark_library();

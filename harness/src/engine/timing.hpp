@@ -77,6 +77,12 @@ struct Repetition {
 std::vector<Repetition> interleaved_schedule(const std::vector<int>& done, const std::vector<CaseTiming>& timings,
                                              uint64_t seed);
 
+/// With the repetitions split over `processes` workers one after another (--processes), the
+/// rounds this worker times: from the first round not finished up to the next of the boundaries
+/// that divide the rounds evenly (10 rounds over 3 processes: 4, 3, 3). Returns the first round it
+/// leaves to the next worker; the number of rounds when it leaves none.
+int end_of_this_process_rounds(const std::vector<int>& done, const std::vector<CaseTiming>& timings, int processes);
+
 /// A finished repetition: milliseconds per iteration (wall and process CPU) and Google
 /// Benchmark's JSON entry for it (renamed as the file comment says).
 struct TimedRepetition {
