@@ -842,6 +842,48 @@ TEST(CompareCpuSpeed, AnImprovementNoLargerThanItsCpusIsNotJudgedEither) {
   EXPECT_FALSE(c.failed());
 }
 
+// ---- runs timed in one process ------------------------------------------------------------------
+
+// `run` with its rows timed by `processes` worker processes (machine.json's timing.processes).
+CraftedRun timed_by(CraftedRun run, int processes) {
+  run.extra_machine["timing"] = {{"reps", 12}, {"processes", processes}};
+  return run;
+}
+
+bool warns_of_one_process(const compare::Comparison& c) {
+  return std::any_of(c.warnings.begin(), c.warnings.end(), [](const std::string& warning) {
+    return warning.find("every row in one worker process") != std::string::npos;
+  });
+}
+
+// A regression beyond the run-wide shift between runs that each timed a row in one process may be
+// that process's state: the reader is told, and how to record runs that average it. The verdict
+// stays. Runs of several processes, runs that do not say, and comparisons without a regression
+// are not warned about.
+TEST(CompareOneProcess, ARegressionBetweenRunsOfOneProcessEachIsWarnedAbout) {
+  CraftedRun slowed = scattered(many_rows(), 0.01);
+  testing::find_row(slowed, "kokkos", "p17").median_ms *= 1.3;
+  const auto both_one = compare_crafted(timed_by(many_rows(), 1), timed_by(slowed, 1));
+  EXPECT_EQ(row_of(both_one, "kokkos/cpu/17_p17").verdict, Verdict::Regression);
+  ASSERT_TRUE(warns_of_one_process(both_one));
+  EXPECT_NE(both_one.warnings.back().find("both runs each timed"), std::string::npos) << both_one.warnings.back();
+  EXPECT_NE(both_one.warnings.back().find("run --processes 3"), std::string::npos);
+  const auto base_one = compare_crafted(timed_by(many_rows(), 1), timed_by(slowed, 3));
+  ASSERT_TRUE(warns_of_one_process(base_one));
+  EXPECT_EQ(base_one.warnings.back().find("both runs"), std::string::npos) << base_one.warnings.back();
+  EXPECT_NE(base_one.warnings.back().find(base_one.base_label + " timed"), std::string::npos);
+
+  const auto both_three = compare_crafted(timed_by(many_rows(), 3), timed_by(slowed, 3));
+  EXPECT_EQ(row_of(both_three, "kokkos/cpu/17_p17").verdict, Verdict::Regression);
+  EXPECT_FALSE(warns_of_one_process(both_three));
+  EXPECT_FALSE(warns_of_one_process(compare_crafted(many_rows(), slowed)));  // how they were timed: unknown
+  EXPECT_FALSE(
+      warns_of_one_process(compare_crafted(timed_by(many_rows(), 1), timed_by(scattered(many_rows(), 0.01), 1))));
+  compare::Options no_shift;
+  no_shift.shift = compare::Shift::None;
+  EXPECT_FALSE(warns_of_one_process(compare_crafted(timed_by(many_rows(), 1), timed_by(slowed, 1), no_shift)));
+}
+
 fs::path thresholds_file(const std::string& text) {
   const fs::path path = testing::fresh_temp_path("thresholds.txt");
   std::ofstream(path) << text;

@@ -187,6 +187,8 @@ TEST(Merge, PoolJoinsTheSamplesOfRepeatedRunsAndRecomputesTheRows) {
   for (testing::CraftedRow& row : first.rows) row.cpu_probe_us = 30;
   for (testing::CraftedRow& row : second.rows) row.cpu_probe_us = 45;
   second.rows[1].status = Status::Fail;  // kokkos baseline failed its check in one process
+  first.extra_machine["timing"] = {{"reps", 12}, {"processes", 1}};
+  second.extra_machine["timing"] = {{"reps", 12}, {"processes", 3}};
   const fs::path out = fresh_temp_path("pooled");
   const auto result = run_phasebench("merge --pool " + write_run("p1", first).string() + " " +
                                      write_run("p2", second).string() + " --out " + out.string());
@@ -217,6 +219,7 @@ TEST(Merge, PoolJoinsTheSamplesOfRepeatedRunsAndRecomputesTheRows) {
   EXPECT_NEAR(fused.speedup_vs_prev, 1.5 / 0.8, 0.05);
   EXPECT_LT(fused.speedup_vs_reference_ci_low, fused.speedup_vs_reference);
   EXPECT_EQ(fused.run_id, pooled.rows.front().run_id) << "one run now";
+  EXPECT_EQ(pooled.processes(), 4) << "a pooled row's repetitions come from every input's processes";
 }
 
 // One column of two rows is the same number, or missing in both. samples.csv keeps 9 significant

@@ -493,6 +493,23 @@ void warn_about_cpu_speed(Comparison& comparison) {
       "--cpu-speed ignore judges them by their times alone");
 }
 
+// Rows that regressed beyond the run-wide shift between runs that timed each row in one worker
+// process. All of a process's repetitions of a row share where its memory landed and where its
+// threads ran, which can hold that one row off for the whole run (docs/regression-gate.md, "Two
+// runs of one build"); two such runs cannot tell that from a change to the row, runs of several
+// processes each can. The gate's pooled runs and runs of `run --processes N` are not warned about.
+void warn_about_one_process_runs(Comparison& comparison, const RunData& base, const RunData& fresh) {
+  if (!comparison.shift.applied || comparison.count(Verdict::Regression) == 0) return;
+  const bool base_one = base.processes() == 1, fresh_one = fresh.processes() == 1;
+  if (!base_one && !fresh_one) return;
+  comparison.warnings.push_back(
+      (base_one && fresh_one ? "both runs each timed" : (base_one ? base.label : fresh.label) + " timed") +
+      " every row in one worker process: all of a process's repetitions of a row share where its memory landed "
+      "and where its threads ran, which can hold one row off for the whole run, and a pair of such runs cannot "
+      "tell that from a change to the row; record runs with `run --processes 3` (each row's repetitions then "
+      "come from three processes), or gate them (ci/gate.sh), before believing a lone regressed row");
+}
+
 // A rule that matches no row is most likely a typo in its pattern.
 void warn_about_unused_rules(Comparison& comparison) {
   const RowThresholds& thresholds = comparison.options.row_thresholds;
@@ -623,6 +640,7 @@ Comparison compare_runs(const RunData& base, const RunData& fresh, const Options
   warn_about_rows(comparison);
   warn_about_groups_that_moved_together(comparison);
   warn_about_cpu_speed(comparison);
+  warn_about_one_process_runs(comparison, base, fresh);
   note_catalogs(comparison, base, fresh);
   note_incomplete(comparison, base, fresh);
   return comparison;

@@ -177,10 +177,15 @@ void mark_completeness(nlohmann::json& machine, const std::vector<RunData>& runs
   if (!resume.empty()) machine["incomplete"]["resume"] = resume;
 }
 
-nlohmann::json merged_machine(const std::vector<RunData>& runs, bool mixed, const std::string& run_id,
+nlohmann::json merged_machine(const std::vector<RunData>& runs, bool pooled, bool mixed, const std::string& run_id,
                               const std::vector<std::string>& missing_shards, std::vector<std::string>& notes) {
   nlohmann::json machine = runs.front().machine.is_object() ? runs.front().machine : nlohmann::json::object();
   machine.erase("shard");
+  if (pooled && machine.contains("timing") && machine["timing"].is_object()) {
+    int processes = 0;  // a pooled row's repetitions come from every input's worker processes
+    for (const RunData& run : runs) processes += std::max(1, run.processes());
+    machine["timing"]["processes"] = processes;
+  }
   mark_completeness(machine, runs, missing_shards, notes);
   machine["run_id"] = run_id;
   if (mixed) machine["fingerprint"] = "mixed";
@@ -244,7 +249,7 @@ std::vector<std::string> merge_runs(const MergeOptions& options) {
   const std::string run_id = make_run_id();
   MergedRows merged = options.pool ? pool_rows(runs, run_id, catalog) : join_rows(runs);
   if (!options.pool) results::derive_columns(merged.rows, {nullptr, &catalog, std::nullopt});  // the claims
-  nlohmann::json machine = merged_machine(runs, mixed, run_id, missing_shards, notes);
+  nlohmann::json machine = merged_machine(runs, options.pool, mixed, run_id, missing_shards, notes);
   notes.push_back(std::string(options.pool ? "pooled " : "merged ") + std::to_string(runs.size()) + " runs into " +
                   options.out_dir + ": " + std::to_string(merged.rows.size()) + " rows, " +
                   std::to_string(merged.samples.size()) + " samples");

@@ -50,6 +50,12 @@ std::string RunData::fingerprint() const {
   return "";
 }
 
+int RunData::processes() const {
+  if (!machine.is_object() || !machine.contains("timing") || !machine["timing"].is_object()) return 0;
+  const nlohmann::json& processes = machine["timing"].value("processes", nlohmann::json(1));
+  return processes.is_number_integer() ? processes.get<int>() : 0;
+}
+
 namespace {
 
 // A GPU device of the run's backends (machine.json "backends") that the ceilings do not name gets

@@ -39,6 +39,9 @@ struct RunData {
   nlohmann::json machine;   // null when machine.json is absent
   catalog::Catalog catalog;  // unsaved when catalog.json is absent (an older run)
   std::string fingerprint() const;  // "" when unknown
+  /// The worker processes each row's repetitions came from: machine.json's timing.processes (1 in
+  /// runs written before `run --processes`); 0 when machine.json does not say how the run was timed.
+  int processes() const;
   /// The machine's roofline ceilings from machine.json; nullopt when absent or unreadable, and
   /// then why in `why_not` (when given).
   std::optional<roofline::Ceilings> ceilings(std::string* why_not = nullptr) const;
