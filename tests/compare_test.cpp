@@ -842,6 +842,58 @@ TEST(CompareCpuSpeed, AnImprovementNoLargerThanItsCpusIsNotJudgedEither) {
   EXPECT_FALSE(c.failed());
 }
 
+// The CPUs ran every row of NEW faster (the probe 30 -> 20 us) and every row followed, 25% faster,
+// but for two: p5's code is one the CPUs' state does not reach, and it took about as long as before;
+// p17 took 30% longer than before. Against the shift both stand out as slower. p5 did not move
+// itself: not judged, unless the CPUs moved less than the run did. p17 did: a regression.
+// Mirrored, a row that stayed put while slower CPUs slowed the rest is not an improvement.
+TEST(CompareCpuSpeed, ARowThatDidNotFollowItsCpusIsNotJudged) {
+  const CraftedRun base = probed(many_rows(), 30);
+  CraftedRun fresh = probed(scattered(many_rows(), 0.01), 20);
+  for (CraftedRow& row : fresh.rows) row.median_ms *= 0.75;
+  testing::find_row(fresh, "kokkos", "p5").median_ms = 0.99;
+  testing::find_row(fresh, "kokkos", "p17").median_ms = 1.3;
+  const auto c = compare_crafted(base, fresh);
+  ASSERT_TRUE(c.shift.applied) << c.shift.not_applied_why;
+  EXPECT_LT(c.shift.change, -0.2);
+  const auto& stayed = row_of(c, "kokkos/cpu/5_p5");
+  EXPECT_GT(stayed.change, 0.25);
+  EXPECT_LE(stayed.p_slower_holm, 0.05);
+  EXPECT_NEAR(stayed.cpu_change, -1.0 / 3, 1e-9);
+  EXPECT_TRUE(compare::stayed_while_cpus_moved(stayed));
+  EXPECT_EQ(stayed.verdict, Verdict::CpuSpeed);
+  const auto& slowed = row_of(c, "kokkos/cpu/17_p17");
+  EXPECT_FALSE(compare::stayed_while_cpus_moved(slowed));
+  EXPECT_EQ(slowed.verdict, Verdict::Regression);
+  ASSERT_FALSE(c.warnings.empty());
+  EXPECT_NE(c.warnings.back().find("1 row stood out of the run-wide shift only by not following the CPUs' speed"),
+            std::string::npos)
+      << c.warnings.back();
+  compare::Options ignore;
+  ignore.cpu_speed = compare::CpuSpeed::Ignore;
+  EXPECT_EQ(row_of(compare_crafted(base, fresh, ignore), "kokkos/cpu/5_p5").verdict, Verdict::Regression);
+  // CPUs only 10% faster cannot account for a run 25% faster: something else moved it.
+  CraftedRun slightly_faster_cpus = fresh;
+  for (CraftedRow& row : slightly_faster_cpus.rows) row.cpu_probe_us = 27;
+  EXPECT_EQ(row_of(compare_crafted(base, slightly_faster_cpus), "kokkos/cpu/5_p5").verdict, Verdict::Regression);
+
+  CraftedRun slower_cpus = probed(scattered(many_rows(), 0.01), 45);
+  for (CraftedRow& row : slower_cpus.rows) row.median_ms *= 1.3;
+  testing::find_row(slower_cpus, "kokkos", "p5").median_ms = 1.01;
+  const auto mirrored = compare_crafted(base, slower_cpus);
+  EXPECT_LT(row_of(mirrored, "kokkos/cpu/5_p5").change, -0.2);
+  EXPECT_EQ(row_of(mirrored, "kokkos/cpu/5_p5").verdict, Verdict::CpuSpeed);
+
+  const fs::path junit = testing::fresh_temp_path("junit.xml");
+  const auto result =
+      run_phasebench(command(write_run("base", base), write_run("new", fresh), "--junit " + junit.string()));
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  std::ifstream junit_file(junit);
+  const std::string xml((std::istreambuf_iterator<char>(junit_file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(xml.find("and the run-wide shift with it, while the row did not move significantly"), std::string::npos)
+      << xml;
+}
+
 // ---- runs timed in one process ------------------------------------------------------------------
 
 // `run` with its rows timed by `processes` worker processes (machine.json's timing.processes).

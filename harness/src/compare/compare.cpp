@@ -259,14 +259,38 @@ RunSpread run_spread(const Comparison& comparison, const std::vector<size_t>& te
   return spread;
 }
 
-// Whether the CPUs' speed alone can account for the row's move: they slowed (sped up) between its
-// BASE and NEW repetitions by at least as much as the row's own time did, before the run-wide
-// shift. The probe's work is the kind of code a busy neighbour slows most, so a row that moved no
-// further than the probe may have moved for no other reason.
+// The end of the row's interval nearer to no change, before the run-wide shift: the interval is
+// measured after the shift, so it is moved back by it.
+double unshifted_bound_toward_no_change(const RowComparison& rc, bool slower) {
+  const double shift_factor = (1 + rc.raw_change) / (1 + rc.change);
+  return (1 + (slower ? rc.change_ci.low : rc.change_ci.high)) * shift_factor - 1;
+}
+
+}  // namespace
+
+bool stayed_while_cpus_moved(const RowComparison& rc) {
+  const bool slower = rc.change > 0;
+  if (slower ? rc.cpu_change >= rc.raw_change : rc.cpu_change <= rc.raw_change) return false;
+  // The CPUs account for the shift only where they moved at least as far, the other way.
+  const double shift = (1 + rc.raw_change) / (1 + rc.change) - 1;
+  const double bound = unshifted_bound_toward_no_change(rc, slower);
+  return slower ? rc.cpu_change < 0 && rc.cpu_change <= shift && bound <= 0
+                : rc.cpu_change > 0 && rc.cpu_change >= shift && bound >= 0;
+}
+
+namespace {
+
+// Whether the CPUs' speed alone can account for the row's move beyond the run-wide shift. Either
+// the CPUs slowed (sped up) between its BASE and NEW repetitions by at least as much as the row's
+// own time did before the shift: the probe's work is the kind of code a busy neighbour slows
+// most, so a row that moved no further than the probe may have moved for no other reason. Or the
+// CPUs moved the other way, taking the shift with them, and the row itself did not move
+// significantly: it stands out of the shift only because the CPUs' state does not reach its code.
 bool explained_by_cpus(const RowComparison& rc, const Options& options, bool slower) {
   // In ratio mode a row is divided by a row of its own run, which met the same CPUs.
   if (options.cpu_speed == CpuSpeed::Ignore || options.mode == Mode::Ratio || std::isnan(rc.cpu_change)) return false;
-  return slower ? rc.cpu_change >= rc.raw_change : rc.cpu_change <= rc.raw_change;
+  const bool moved_with_cpus = slower ? rc.cpu_change >= rc.raw_change : rc.cpu_change <= rc.raw_change;
+  return moved_with_cpus || stayed_while_cpus_moved(rc);
 }
 
 Verdict timing_verdict(const RowComparison& rc, const Options& options, bool spread_applied) {
@@ -480,14 +504,25 @@ void warn_about_groups_that_moved_together(Comparison& comparison) {
 // how far the CPUs moved, since a real change hidden among them shows only in other runs.
 void warn_about_cpu_speed(Comparison& comparison) {
   std::vector<double> moves;
+  int stayed = 0;
   for (const RowComparison& rc : comparison.rows)
-    if (rc.verdict == Verdict::CpuSpeed) moves.push_back(rc.cpu_change);
+    if (rc.verdict == Verdict::CpuSpeed) {
+      moves.push_back(rc.cpu_change);
+      stayed += stayed_while_cpus_moved(rc) ? 1 : 0;
+    }
   if (moves.empty()) return;
   const auto [fewest, most] = std::minmax_element(moves.begin(), moves.end());
+  const int moved_with_cpus = static_cast<int>(moves.size()) - stayed;
+  std::string what;
+  if (moved_with_cpus > 0)
+    what = plural(moved_with_cpus, "row") + " moved beyond the threshold no further than the CPUs' speed did";
+  if (moved_with_cpus > 0 && stayed > 0) what += ", and ";
+  if (stayed > 0)
+    what += plural(stayed, "row") + " stood out of the run-wide shift only by not following the CPUs' speed, " +
+            "which moved the other way and the shift with it";
   comparison.warnings.push_back(
-      plural(static_cast<int>(moves.size()), "row") + " moved beyond the threshold no further than the CPUs' speed " +
-      "did between their repetitions (the probe of the CPUs, samples.csv's cpu_probe_us: " +
-      format_change_percent(*fewest) + " to " + format_change_percent(*most) +
+      what + " (the CPUs' speed between the rows' repetitions in the two runs, by the probe of the CPUs, " +
+      "samples.csv's cpu_probe_us: " + format_change_percent(*fewest) + " to " + format_change_percent(*most) +
       "): not judged. On a shared host another tenant's threads on a virtual CPU's core slow it for seconds to "
       "minutes, unseen by the guest's counters; compare new runs, or gate them (ci/gate.sh: interleaved runs). "
       "--cpu-speed ignore judges them by their times alone");

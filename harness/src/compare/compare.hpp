@@ -87,7 +87,8 @@ enum class Verdict {
   Disturbed,     // OK on both sides, but other work on the machine disturbed its repetitions in one
                  // run or both (results.csv's `disturbed`): its times are not judged
   CpuSpeed,      // beyond the threshold and significant, but the CPUs' speed changed as much between
-                 // its BASE and NEW repetitions (cpu_probe_us): the machine, not judged
+                 // its BASE and NEW repetitions (cpu_probe_us), or changed the other way while the
+                 // row itself did not move: the machine, not judged
 };
 
 std::string verdict_name(Verdict verdict);
@@ -117,6 +118,11 @@ struct RowComparison {
   double cpu_change = kMissing;
   Verdict verdict = Verdict::Unchanged;
 };
+
+/// Whether a row beyond the run-wide shift got there only by not following CPUs that moved the
+/// other way, at least as far as the shift did: its own change, before the shift, is not
+/// significant.
+bool stayed_while_cpus_moved(const RowComparison& rc);
 
 /// The median change of the rows tested, new over base, with a 95% bootstrap interval over rows.
 struct RunShift {

@@ -64,8 +64,10 @@ std::string skip_reason(const RowComparison& rc) {
       return "disturbed: other work on the machine slowed its repetitions; not judged";
     case Verdict::CpuSpeed:
       return "the CPUs' speed: the probe of the CPUs moved by " + format_change_percent(rc.cpu_change) +
-             " between its repetitions in the two runs, as far as the row (" + format_change_percent(rc.raw_change) +
-             "); not judged";
+             " between its repetitions in the two runs, " +
+             (stayed_while_cpus_moved(rc) ? "and the run-wide shift with it, while the row did not move significantly ("
+                                          : "as far as the row (") +
+             format_change_percent(rc.raw_change) + "); not judged";
     case Verdict::Untested:
       return "untested: no repetition samples to compare";
     case Verdict::Missing:

@@ -195,7 +195,8 @@ std::string method_text(const Comparison& c) {
               : std::string()) +
          (c.options.cpu_speed == CpuSpeed::Explain && c.options.mode == Mode::Time && shows_cpu_change(c)
               ? ". A row that moved no further than the probe of the CPUs did between its repetitions in the two "
-                "runs (column CPUs) is not judged: the CPUs' speed can account for it"
+                "runs (column CPUs) is not judged: the CPUs' speed can account for it. Nor is one that stands out "
+                "of the shift only by not following CPUs that moved the other way, its own change not significant"
               : std::string()) +
          ". A row that was not failing and now fails its check (FAIL, MISTRUSTED, ERROR) always fails "
          "the gate. The change's interval is a 95% bootstrap interval of the ratio of medians.";

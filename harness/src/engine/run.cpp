@@ -387,8 +387,7 @@ bool RunInProgress::time_all() {
   for (size_t i = 0; i < cases_.size(); ++i)
     if (const ResultRow* row = checked_before(i)) done[i] = static_cast<int>(previous_.samples_of(*row).size());
   const std::vector<Repetition> all_left = interleaved_schedule(done, timings, plan_.shuffle_seed);
-  int rounds = 0;
-  for (const CaseTiming& timing : timings) rounds = std::max(rounds, timing.reps);
+  const int rounds = rounds_of(timings);
   const int end_round = end_of_this_process_rounds(done, timings, options_.processes);
   const std::vector<Repetition> schedule = rounds_before(all_left, end_round);
   const std::string share = options_.processes > 1 ? share_text(schedule, end_round, rounds) : "";

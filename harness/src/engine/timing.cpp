@@ -196,12 +196,17 @@ std::vector<Repetition> interleaved_schedule(const std::vector<int>& done, const
   return schedule;
 }
 
+int rounds_of(const std::vector<CaseTiming>& timings) {
+  int rounds = 0;
+  for (const CaseTiming& timing : timings) rounds = std::max(rounds, timing.reps);
+  return rounds;
+}
+
 int end_of_this_process_rounds(const std::vector<int>& done, const std::vector<CaseTiming>& timings, int processes) {
-  int rounds = 0, first_open = std::numeric_limits<int>::max();
-  for (size_t i = 0; i < timings.size(); ++i) {
-    rounds = std::max(rounds, timings[i].reps);
+  const int rounds = rounds_of(timings);
+  int first_open = std::numeric_limits<int>::max();
+  for (size_t i = 0; i < timings.size(); ++i)
     if (done[i] < timings[i].reps) first_open = std::min(first_open, done[i]);
-  }
   for (int k = 1; k < processes; ++k) {
     const int boundary = (k * rounds + processes - 1) / processes;  // ceil(k * rounds / processes)
     if (boundary > first_open) return boundary;

@@ -77,6 +77,9 @@ struct Repetition {
 std::vector<Repetition> interleaved_schedule(const std::vector<int>& done, const std::vector<CaseTiming>& timings,
                                              uint64_t seed);
 
+/// The number of rounds of repetitions: the most repetitions any case is planned.
+int rounds_of(const std::vector<CaseTiming>& timings);
+
 /// With the repetitions split over `processes` workers one after another (--processes), the
 /// rounds this worker times: from the first round not finished up to the next of the boundaries
 /// that divide the rounds evenly (10 rounds over 3 processes: 4, 3, 3). Returns the first round it
