@@ -888,8 +888,7 @@ TEST(CompareCpuSpeed, ARowThatDidNotFollowItsCpusIsNotJudged) {
   const auto result =
       run_phasebench(command(write_run("base", base), write_run("new", fresh), "--junit " + junit.string()));
   EXPECT_EQ(result.exit_code, 1) << result.output;
-  std::ifstream junit_file(junit);
-  const std::string xml((std::istreambuf_iterator<char>(junit_file)), std::istreambuf_iterator<char>());
+  const std::string xml = testing::read_text(junit);
   EXPECT_NE(xml.find("and the run-wide shift with it, while the row did not move significantly"), std::string::npos)
       << xml;
 }

@@ -259,38 +259,37 @@ RunSpread run_spread(const Comparison& comparison, const std::vector<size_t>& te
   return spread;
 }
 
-// The end of the row's interval nearer to no change, before the run-wide shift: the interval is
-// measured after the shift, so it is moved back by it.
-double unshifted_bound_toward_no_change(const RowComparison& rc, bool slower) {
-  const double shift_factor = (1 + rc.raw_change) / (1 + rc.change);
-  return (1 + (slower ? rc.change_ci.low : rc.change_ci.high)) * shift_factor - 1;
+// Whether the CPUs slowed (sped up) between the row's BASE and NEW repetitions by at least as much
+// as the row's own time did, before the run-wide shift.
+bool moved_no_further_than_cpus(const RowComparison& rc, bool slower) {
+  return slower ? rc.cpu_change >= rc.raw_change : rc.cpu_change <= rc.raw_change;
 }
 
 }  // namespace
 
 bool stayed_while_cpus_moved(const RowComparison& rc) {
   const bool slower = rc.change > 0;
-  if (slower ? rc.cpu_change >= rc.raw_change : rc.cpu_change <= rc.raw_change) return false;
-  // The CPUs account for the shift only where they moved at least as far, the other way.
+  if (moved_no_further_than_cpus(rc, slower)) return false;
+  // The row's own change before the shift, at the end of its interval nearer to no change: the
+  // interval is measured after the shift, so it is moved back by it.
   const double shift = (1 + rc.raw_change) / (1 + rc.change) - 1;
-  const double bound = unshifted_bound_toward_no_change(rc, slower);
-  return slower ? rc.cpu_change < 0 && rc.cpu_change <= shift && bound <= 0
-                : rc.cpu_change > 0 && rc.cpu_change >= shift && bound >= 0;
+  const double own_bound = (1 + (slower ? rc.change_ci.low : rc.change_ci.high)) * (1 + shift) - 1;
+  // The CPUs account for the shift only where they moved at least as far, the other way.
+  return slower ? rc.cpu_change < 0 && rc.cpu_change <= shift && own_bound <= 0
+                : rc.cpu_change > 0 && rc.cpu_change >= shift && own_bound >= 0;
 }
 
 namespace {
 
 // Whether the CPUs' speed alone can account for the row's move beyond the run-wide shift. Either
-// the CPUs slowed (sped up) between its BASE and NEW repetitions by at least as much as the row's
-// own time did before the shift: the probe's work is the kind of code a busy neighbour slows
-// most, so a row that moved no further than the probe may have moved for no other reason. Or the
-// CPUs moved the other way, taking the shift with them, and the row itself did not move
-// significantly: it stands out of the shift only because the CPUs' state does not reach its code.
+// the row moved no further than its CPUs: the probe's work is the kind of code a busy neighbour
+// slows most, so such a row may have moved for no other reason. Or the CPUs moved the other way,
+// taking the shift with them, and the row itself did not move significantly: it stands out of the
+// shift only because the CPUs' state does not reach its code.
 bool explained_by_cpus(const RowComparison& rc, const Options& options, bool slower) {
   // In ratio mode a row is divided by a row of its own run, which met the same CPUs.
   if (options.cpu_speed == CpuSpeed::Ignore || options.mode == Mode::Ratio || std::isnan(rc.cpu_change)) return false;
-  const bool moved_with_cpus = slower ? rc.cpu_change >= rc.raw_change : rc.cpu_change <= rc.raw_change;
-  return moved_with_cpus || stayed_while_cpus_moved(rc);
+  return moved_no_further_than_cpus(rc, slower) || stayed_while_cpus_moved(rc);
 }
 
 Verdict timing_verdict(const RowComparison& rc, const Options& options, bool spread_applied) {
